@@ -1,0 +1,22 @@
+#pragma once
+// Reads a shared object's ELF header and exported dynamic symbols without loading it, so a
+// module built for another machine, or one whose constructors would crash, can still be described.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace aiter_compat {
+
+struct ElfExports {
+  bool ok = false;
+  std::string error;    // "not an ELF file", "truncated section table", ...
+  std::string machine;  // "x86-64", "aarch64", "amdgpu", ...
+  bool machine_matches_host = false;
+  std::vector<std::string> symbols;  // defined, global or weak, default or protected visibility
+};
+
+ElfExports read_elf_exports(const std::string& path);
+// The same over bytes in memory (what the file reader and the fuzzer feed).
+ElfExports parse_elf_exports(const unsigned char* data, size_t size);
+
+}  // namespace aiter_compat

@@ -1,0 +1,68 @@
+#pragma once
+// compat_matrix.yaml in memory: what each AITer release offers and the known quirks.
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "aiter_compat/probe/version.hpp"
+
+namespace aiter_compat {
+
+struct MatrixOp {
+  bool present = false;
+  std::string module;
+  std::vector<std::string> aliases;  // other import paths that keep working
+  std::string sinks;                 // "supported" / "unsupported"
+  std::optional<int> window_arity;
+  int required = 0;                  // leading parameters without defaults
+  std::vector<std::string> params;
+};
+
+struct MatrixRelease {
+  Version version;
+  std::string tag, distribution;
+  std::map<std::string, MatrixOp> ops;
+};
+
+struct MatrixQuirk {
+  std::string id;
+  VersionSpec versions;
+  std::vector<std::string> archs;  // empty: any GPU
+  std::vector<std::string> ops;
+  std::string requires_param;      // applies only where the op has this parameter
+  std::map<std::string, std::string> when;  // call conditions, as YAML text
+  std::string effect, summary;
+};
+
+class CompatMatrix {
+ public:
+  // Throws MatrixError with the file, line and what is wrong.
+  static CompatMatrix from_yaml(const std::string& text, const std::string& origin);
+  static const CompatMatrix& builtin();
+
+  const std::vector<MatrixRelease>& releases() const { return releases_; }
+  const std::vector<MatrixQuirk>& quirks() const { return quirks_; }
+  const std::string& origin() const { return origin_; }
+
+  const MatrixRelease* find_exact(const std::string& version_text) const;
+  // The newest release not newer than v ("main" when v is newer than every release).
+  const MatrixRelease* find_line(const Version& v) const;
+
+ private:
+  std::vector<MatrixRelease> releases_;  // ascending, main last
+  std::vector<MatrixQuirk> quirks_;
+  std::string origin_;
+};
+
+struct MatrixError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The matrix to use: an override (--matrix or AITER_COMPAT_MATRIX) if it loads, else the
+// built-in one; *warning says why an override was not used.
+const CompatMatrix& load_matrix(const std::string& override_path, std::string* source,
+                                std::string* warning);
+
+}  // namespace aiter_compat

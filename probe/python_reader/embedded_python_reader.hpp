@@ -1,0 +1,14 @@
+#pragma once
+// The Python channels through CPython's C API. Works in a process that already runs Python (the
+// aiter_compat module: it attaches to the host interpreter) and in one that does not (the CLI:
+// it starts an interpreter once and never finalises it, since torch may have been imported).
+#include "aiter_compat/probe/readings.hpp"
+
+namespace aiter_compat {
+
+class EmbeddedPythonReader : public PythonReader {
+ public:
+  ChannelReading read(Channel channel, const std::string& aiter_root) override;
+};
+
+}  // namespace aiter_compat

@@ -1,0 +1,167 @@
+#include "aiter_compat/probe/gpu_probe.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cctype>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace aiter_compat {
+namespace {
+
+// The few runtime entry points the probe needs, bound by name at run time so the library has no
+// link-time dependency on either vendor's runtime. Both APIs return 0 on success.
+using GetCountFn = int (*)(int*);
+using CuInitFn = int (*)(unsigned);
+using CuDeviceGetFn = int (*)(int*, int);
+using CuAttrFn = int (*)(int*, int, int);
+using CuNameFn = int (*)(char*, int, int);
+using HipPropsFn = int (*)(void*, int);
+using ErrNameFn = const char* (*)(int);
+using CuErrNameFn = int (*)(int, const char**);
+
+struct RuntimeLibrary {
+  const char* vendor;
+  std::vector<const char*> names;  // sonames, most specific first
+};
+
+const std::vector<RuntimeLibrary>& runtime_libraries() {
+  static const std::vector<RuntimeLibrary> libs = {
+      {"amd", {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"}},
+      {"nvidia", {"libcuda.so.1", "libcuda.so"}},
+  };
+  return libs;
+}
+
+std::string loaded_path(void* handle, const char* fallback) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name) return map->l_name;
+  return fallback;
+}
+
+// gcnArchName sits at different offsets in the R0000 and R0600 layouts of hipDeviceProp_t; it is
+// the only field that holds a "gfx" string, so it is found by content in a generous buffer.
+std::string find_gfx_arch(const unsigned char* buf, size_t size) {
+  for (size_t i = 0; i + 4 < size; ++i) {
+    if (std::memcmp(buf + i, "gfx", 3) != 0 || (i > 0 && buf[i - 1] != 0)) continue;
+    size_t end = i + 3;
+    while (end < size && (std::isalnum(buf[end]) != 0)) ++end;
+    if (end > i + 3) return std::string(reinterpret_cast<const char*>(buf + i), end - i);
+  }
+  return {};
+}
+
+bool query_amd(void* h, DeviceReport& dev, std::string& result) {
+  auto count_fn = reinterpret_cast<GetCountFn>(dlsym(h, "hipGetDeviceCount"));
+  auto err_name = reinterpret_cast<ErrNameFn>(dlsym(h, "hipGetErrorName"));
+  if (!count_fn) {
+    result = "no hipGetDeviceCount symbol";
+    return false;
+  }
+  int count = 0;
+  if (int rc = count_fn(&count); rc != 0 || count <= 0) {
+    result = "no device (" + std::string(rc && err_name ? err_name(rc) : "0 devices") + ")";
+    return false;
+  }
+  dev.vendor = "amd";
+  dev.count = count;
+  auto props = reinterpret_cast<HipPropsFn>(dlsym(h, "hipGetDevicePropertiesR0600"));
+  if (!props) props = reinterpret_cast<HipPropsFn>(dlsym(h, "hipGetDeviceProperties"));
+  alignas(16) static thread_local unsigned char buf[16384];
+  std::memset(buf, 0, sizeof buf);
+  if (props && props(buf, 0) == 0) {
+    dev.name = std::string(reinterpret_cast<const char*>(buf), strnlen(reinterpret_cast<const char*>(buf), 256));
+    dev.arch = find_gfx_arch(buf, sizeof buf);
+  }
+  result = std::to_string(count) + " device(s)";
+  return true;
+}
+
+bool query_nvidia(void* h, DeviceReport& dev, std::string& result) {
+  auto init = reinterpret_cast<CuInitFn>(dlsym(h, "cuInit"));
+  auto count_fn = reinterpret_cast<GetCountFn>(dlsym(h, "cuDeviceGetCount"));
+  auto get = reinterpret_cast<CuDeviceGetFn>(dlsym(h, "cuDeviceGet"));
+  auto attr = reinterpret_cast<CuAttrFn>(dlsym(h, "cuDeviceGetAttribute"));
+  auto name = reinterpret_cast<CuNameFn>(dlsym(h, "cuDeviceGetName"));
+  auto err_name = reinterpret_cast<CuErrNameFn>(dlsym(h, "cuGetErrorName"));
+  if (!init || !count_fn || !get || !attr || !name) {
+    result = "missing driver API symbols";
+    return false;
+  }
+  auto describe = [&](int rc) {
+    const char* text = nullptr;
+    if (err_name) err_name(rc, &text);
+    return std::string(text ? text : "CUDA error " + std::to_string(rc));
+  };
+  if (int rc = init(0); rc != 0) {
+    result = "cuInit failed (" + describe(rc) + ")";
+    return false;
+  }
+  int count = 0;
+  if (int rc = count_fn(&count); rc != 0 || count <= 0) {
+    result = "no device (" + (rc ? describe(rc) : std::string("0 devices")) + ")";
+    return false;
+  }
+  int d = 0, major = 0, minor = 0;
+  get(&d, 0);
+  attr(&major, 75, d);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+  attr(&minor, 76, d);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+  char buf[256] = {};
+  name(buf, sizeof buf - 1, d);
+  dev.vendor = "nvidia";
+  dev.count = count;
+  dev.name = buf;
+  dev.arch = "sm_" + std::to_string(major * 10 + minor);
+  result = std::to_string(count) + " device(s)";
+  return true;
+}
+
+bool query(const RuntimeLibrary& lib, void* h, DeviceReport& dev, std::string& result) {
+  return std::strcmp(lib.vendor, "amd") == 0 ? query_amd(h, dev, result) : query_nvidia(h, dev, result);
+}
+
+}  // namespace
+
+DeviceReport probe_device() {
+  DeviceReport dev;
+  // First a runtime the process already has (torch's, say), then each library by name.
+  std::set<std::string> answered;  // vendors whose runtime already said "no device"
+  for (int pass = 0; pass < 2 && !dev.present; ++pass) {
+    for (const auto& lib : runtime_libraries()) {
+      if (answered.count(lib.vendor)) continue;
+      for (const char* soname : lib.names) {
+        void* h = dlopen(soname, RTLD_NOW | RTLD_LOCAL | (pass == 0 ? RTLD_NOLOAD : 0));
+        if (!h) {
+          if (pass == 1) {
+            const char* err = dlerror();
+            dev.attempts.push_back({soname, "dlopen", err ? err : "not found"});
+          }
+          continue;
+        }
+        std::string result;
+        bool ok = query(lib, h, dev, result);
+        dev.attempts.push_back({loaded_path(h, soname), pass == 0 ? "already loaded" : "dlopen", result});
+        if (ok) {
+          dev.present = true;
+          dev.runtime = loaded_path(h, soname);
+          dev.how_found = pass == 0 ? "already loaded in this process" : "dlopen by name";
+          break;  // the handle stays open: the runtime is in use from here on
+        }
+        dlclose(h);
+        answered.insert(lib.vendor);
+        break;  // one soname per vendor answered; the others are the same library
+      }
+      if (dev.present) break;
+    }
+  }
+  if (!dev.present) {
+    dev.vendor.clear();
+    dev.reason = dev.attempts.empty() ? "no GPU runtime library found" : "no GPU runtime reported a device";
+  }
+  return dev;
+}
+
+}  // namespace aiter_compat

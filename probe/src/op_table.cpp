@@ -1,0 +1,28 @@
+#include "aiter_compat/probe/op_table.hpp"
+
+namespace aiter_compat {
+
+const std::vector<OpSpec>& attention_ops() {
+  static const std::vector<OpSpec> ops = {
+      {"flash_attn_varlen_func", {"aiter.ops.mha"}, "sink_ptr", ""},
+      {"flash_attn_func", {"aiter.ops.mha"}, "sink_ptr", ""},
+      {"mha_batch_prefill_func", {"aiter.ops.mha"}, "sink_ptr", ""},
+      // Moved in v0.1.10; the old path keeps working through aiter.ops.triton's compat map.
+      {"unified_attention",
+       {"aiter.ops.triton.attention.unified_attention", "aiter.ops.triton.unified_attention"},
+       "sinks", ""},
+      {"pa_fwd_asm", {"aiter.ops.attention"}, "",
+       "AITer's paged decode kernels have never taken sinks"},
+      {"paged_attention_v1", {"aiter.ops.attention"}, "",
+       "AITer's paged decode kernels have never taken sinks"},
+  };
+  return ops;
+}
+
+const OpSpec* find_op(const std::string& name) {
+  for (const auto& op : attention_ops())
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+}  // namespace aiter_compat

@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "aiter_compat/probe/matrix.hpp"
+#include "aiter_compat/probe/op_table.hpp"
+
+using namespace aiter_compat;
+
+TEST(Matrix, BuiltinEqualsTheSourceFile) {
+  std::ifstream in(SOURCE_MATRIX);
+  std::stringstream text;
+  text << in.rdbuf();
+  CompatMatrix file = CompatMatrix::from_yaml(text.str(), SOURCE_MATRIX);
+  const CompatMatrix& builtin = CompatMatrix::builtin();
+  ASSERT_EQ(file.releases().size(), builtin.releases().size());
+  EXPECT_EQ(file.quirks().size(), builtin.quirks().size());
+}
+
+TEST(Matrix, CoversEveryReleaseLineAndEveryOp) {
+  const CompatMatrix& m = CompatMatrix::builtin();
+  std::set<std::string> versions;
+  for (const auto& r : m.releases()) {
+    versions.insert(r.version.text);
+    for (const auto& op : attention_ops()) EXPECT_TRUE(r.ops.count(op.name)) << r.version.text << " " << op.name;
+  }
+  for (int line = 1; line <= 20; ++line) EXPECT_TRUE(versions.count("0.1." + std::to_string(line))) << line;
+  EXPECT_TRUE(versions.count("0.1.20.post1"));
+  EXPECT_TRUE(versions.count("main"));
+  EXPECT_TRUE(m.releases().back().version.is_main);
+}
+
+TEST(Matrix, FactsOfTheApiHistory) {
+  const CompatMatrix& m = CompatMatrix::builtin();
+  auto op = [&](const char* version, const char* name) { return m.find_exact(version)->ops.at(name); };
+  EXPECT_EQ(op("0.1.9.post1", "flash_attn_varlen_func").sinks, "unsupported");
+  EXPECT_EQ(op("0.1.10", "flash_attn_varlen_func").sinks, "supported");
+  EXPECT_EQ(op("0.1.10", "flash_attn_varlen_func").params.back(), "sink_ptr");
+  EXPECT_EQ(op("0.1.7", "flash_attn_varlen_func").window_arity, 2);
+  EXPECT_EQ(op("0.1.8", "flash_attn_varlen_func").window_arity, 3);
+  EXPECT_EQ(m.find_exact("0.1.7.post5")->distribution, "aiter");
+  EXPECT_EQ(m.find_exact("0.1.8")->distribution, "amd-aiter");
+  EXPECT_FALSE(op("0.1.6.post1", "unified_attention").present);
+  EXPECT_EQ(op("0.1.6.post2", "unified_attention").module, "aiter.ops.triton.unified_attention");
+  EXPECT_EQ(op("0.1.10", "unified_attention").module, "aiter.ops.triton.attention.unified_attention");
+  EXPECT_EQ(op("0.1.10", "unified_attention").aliases, std::vector<std::string>{"aiter.ops.triton.unified_attention"});
+  const auto& ua = op("0.1.15.post1", "unified_attention").params;
+  EXPECT_EQ(*std::find(ua.begin(), ua.end(), "q_scales"), "q_scales");
+  EXPECT_EQ(op("0.1.20.post1", "pa_fwd_asm").sinks, "unsupported");
+}
+
+TEST(Matrix, FindsTheReleaseLineOfAVersion) {
+  const CompatMatrix& m = CompatMatrix::builtin();
+  auto line = [&](const char* v) { return m.find_line(*Version::parse(v))->version.text; };
+  EXPECT_EQ(line("0.1.12+rocm7.2.manylinux_2_28"), "0.1.12");
+  EXPECT_EQ(line("0.1.7.post2.dev18"), "0.1.7.post1");
+  EXPECT_EQ(line("0.1.20.post1"), "0.1.20.post1");
+  EXPECT_EQ(line("0.1.21.dev4"), "main");
+  EXPECT_EQ(m.find_line(*Version::parse("0.0.9")), nullptr);
+}
+
+TEST(Matrix, RejectsMalformedInputWithItsLine) {
+  auto error_of = [](const std::string& text) {
+    try {
+      CompatMatrix::from_yaml(text, "m.yaml");
+    } catch (const MatrixError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("schema_version: 2\nreleases: []\n").find("schema_version"), std::string::npos);
+  EXPECT_NE(error_of("releases: [\n").find("m.yaml:"), std::string::npos);
+  EXPECT_NE(error_of("- a\n- b\n").find("top level"), std::string::npos);
+  std::string unordered =
+      "schema_version: 1\nreleases:\n"
+      "  - {version: '0.1.2', distribution: aiter, ops: {}}\n"
+      "  - {version: '0.1.1', distribution: aiter, ops: {}}\n";
+  EXPECT_NE(error_of(unordered).find("m.yaml:4: releases must be in ascending order"), std::string::npos);
+  std::string bad_sinks =
+      "schema_version: 1\nreleases:\n"
+      "  - {version: '0.1.2', distribution: aiter, ops: {f: {present: true, module: m, sinks: maybe, params: []}}}\n";
+  EXPECT_NE(error_of(bad_sinks).find("sinks must be"), std::string::npos);
+  std::string bad_quirk = "schema_version: 1\nreleases: []\nquirks:\n  - {id: x, versions: '0.1', effect: e, summary: s}\n";
+  EXPECT_NE(error_of(bad_quirk).find("no operator"), std::string::npos);
+}
+
+TEST(Matrix, BrokenOverrideFallsBackToBuiltinWithAWarning) {
+  std::string path = testing::TempDir() + "/broken_matrix.yaml";
+  std::ofstream(path) << "schema_version: 1\nreleases: {oops\n";
+  std::string source, warning;
+  const CompatMatrix& m = load_matrix(path, &source, &warning);
+  EXPECT_EQ(&m, &CompatMatrix::builtin());
+  EXPECT_EQ(source, "built-in");
+  EXPECT_NE(warning.find("broken_matrix.yaml"), std::string::npos);
+  load_matrix(testing::TempDir() + "/no_such_matrix.yaml", &source, &warning);
+  EXPECT_NE(warning.find("cannot read"), std::string::npos);
+}
