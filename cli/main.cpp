@@ -1,8 +1,12 @@
 // aiter-compat: the diagnostic command line. `aiter-compat probe` describes the installed AITer.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/cfg/helpers.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "aiter_compat/probe/probe.hpp"
 #include "aiter_compat/probe/render.hpp"
@@ -73,6 +77,9 @@ int run_probe_command(const ProbeArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Diagnostics go to stderr so --json output stays clean; AITER_COMPAT_LOG_LEVEL=debug for more.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("aiter-compat"));
+  if (const char* levels = std::getenv("AITER_COMPAT_LOG_LEVEL")) spdlog::cfg::helpers::load_levels(levels);
   CLI::App app{"aiter-compat: what the installed AITer can do, and how attention calls are routed"};
   app.require_subcommand(1);
   ProbeArgs args;

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
 #include "embedded_text.hpp"
@@ -171,6 +172,7 @@ const CompatMatrix& load_matrix(const std::string& override_path, std::string* s
   std::ifstream in(path);
   if (!in) {
     *warning = "cannot read matrix " + path + "; using the built-in matrix";
+    spdlog::warn("{}", *warning);
     *source = "built-in";
     return CompatMatrix::builtin();
   }
@@ -183,6 +185,7 @@ const CompatMatrix& load_matrix(const std::string& override_path, std::string* s
     return *loaded;
   } catch (const MatrixError& e) {
     *warning = std::string(e.what()) + "; using the built-in matrix";
+    spdlog::warn("{}", *warning);
     *source = "built-in";
     return CompatMatrix::builtin();
   }

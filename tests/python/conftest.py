@@ -1,0 +1,61 @@
+"""Shared fixtures: the CLI under test, the matrix, and fixture AITer packages."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+SOURCE = os.environ.get("AITER_COMPAT_SOURCE", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "fixtures"))
+
+import make_fixture  # noqa: E402
+
+MATRIX_PATH = os.path.join(SOURCE, "compat_matrix.yaml")
+
+
+def cli_path():
+    path = os.environ.get("AITER_COMPAT_CLI", os.path.join(SOURCE, "build", "aiter-compat"))
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"aiter-compat CLI not found at {path}: build first or set AITER_COMPAT_CLI")
+    return path
+
+
+@pytest.fixture(scope="session")
+def matrix():
+    return make_fixture.load_matrix(MATRIX_PATH)
+
+
+class Cli:
+    """Runs `aiter-compat probe` in an environment with no aiter unless one is given."""
+
+    def __init__(self, path, home):
+        self.path = path
+        self.home = home
+
+    def run(self, *args, env=None, timeout=60):
+        full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home, "PYTHONNOUSERSITE": "1"}
+        full_env.update(env or {})
+        return subprocess.run([self.path, *args], capture_output=True, text=True, env=full_env, timeout=timeout)
+
+    def probe_json(self, *args, env=None, expect_rc=0):
+        proc = self.run("probe", "--json", *args, env=env)
+        assert proc.returncode == expect_rc, f"rc {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def cli(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    return Cli(cli_path(), str(home))
+
+
+@pytest.fixture
+def fixture_pkg(matrix, tmp_path):
+    """fixture_pkg(version, **options) -> (site folder, aiter package path)."""
+    def make(version, subdir="site", **options):
+        site = tmp_path / subdir
+        site.mkdir(exist_ok=True)
+        return str(site), make_fixture.make_fixture(matrix, version, str(site), **options)
+    return make

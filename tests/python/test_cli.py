@@ -1,0 +1,100 @@
+"""The CLI's contract: exit codes, output forms, options."""
+import json
+
+
+def test_no_aiter_is_a_clean_report(cli, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = cli.run("probe", env={"PYTHONPATH": str(empty)})
+    assert proc.returncode == 0, proc.stderr
+    assert "aiter:" in proc.stdout and "not found" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+    report = cli.probe_json(env={"PYTHONPATH": str(empty)})
+    assert report["aiter"]["found"] is False
+    assert report["aiter"]["reason"]
+    assert report["device"]["arch"] == "none" or report["device"]["present"]
+
+
+def test_json_schema_keys(cli, fixture_pkg):
+    site, pkg = fixture_pkg("0.1.12")
+    report = cli.probe_json("--aiter-root", site)
+    assert report["schema_version"] == 1
+    for key in ("found", "distribution", "version", "version_source", "path"):
+        assert key in report["aiter"]
+    assert report["aiter"]["path"] == pkg
+    for name in ("flash_attn_varlen_func", "flash_attn_func", "mha_batch_prefill_func", "unified_attention",
+                 "pa_fwd_asm", "paged_attention_v1"):
+        op = report["ops"][name]
+        assert set(op) >= {"present", "module", "params", "sinks"}
+        assert op["sinks"] in ("supported", "unsupported", "unknown")
+    assert isinstance(report["quirks"], list)
+    assert "arch" in report["device"]
+
+
+def test_human_rows_are_aligned(cli, fixture_pkg):
+    site, _ = fixture_pkg("0.1.15.post1")
+    proc = cli.run("probe", "--aiter-root", site)
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    columns = {len(line) - len(line.split(":", 1)[1].lstrip()) for line in lines}
+    assert len(columns) == 1, lines
+    assert any(line.startswith("op.unified_attention:") and "q_scales" in line for line in lines)
+
+
+def test_require_sinks(cli, fixture_pkg, tmp_path):
+    old_site, _ = fixture_pkg("0.1.5", subdir="old")
+    proc = cli.run("probe", "--aiter-root", old_site, "--require", "sinks")
+    assert proc.returncode == 3
+    assert "requirement not met" in proc.stdout
+    assert "flash_attn_varlen_func: unsupported" in proc.stdout
+    report = json.loads(cli.run("probe", "--json", "--aiter-root", old_site, "--require", "sinks").stdout)
+    assert report["require"]["met"] is False and len(report["require"]["reasons"]) >= 7
+    new_site, _ = fixture_pkg("0.1.10", subdir="new")
+    assert cli.run("probe", "--aiter-root", new_site, "--require", "sinks").returncode == 0
+    empty = tmp_path / "none"
+    empty.mkdir()
+    proc = cli.run("probe", "--require", "sinks", env={"PYTHONPATH": str(empty)})
+    assert proc.returncode == 3 and "no aiter package" in proc.stdout
+
+
+def test_check_matrix_shows_a_readable_diff(cli, fixture_pkg):
+    site, pkg = fixture_pkg("0.1.10")
+    mha = f"{pkg}/ops/mha.py"
+    with open(mha) as f:
+        text = f.read()
+    with open(mha, "w") as f:  # a stale wheel: flash_attn_varlen_func without sink_ptr
+        f.write(text.replace(", sink_ptr=None):\n    return _record('flash_attn_varlen_func'",
+                             "):\n    return _record('flash_attn_varlen_func'"))
+    proc = cli.run("probe", "--aiter-root", site, "--check-matrix")
+    assert proc.returncode == 4, proc.stdout
+    assert "ops.flash_attn_varlen_func.params: -sink_ptr" in proc.stdout
+    assert "ops.flash_attn_varlen_func.sinks: matrix 0.1.10 expects supported, found unsupported" in proc.stdout
+
+
+def test_weak_version_and_matrix_entry_option(cli, fixture_pkg):
+    site, _ = fixture_pkg("0.1.14", with_metadata=False)
+    with open(f"{site}/aiter/_version.py", "w") as f:
+        f.write("__version__ = '0.1.0'\n")
+    report = cli.probe_json("--aiter-root", site)
+    assert report["aiter"]["version"] == "0.1.0"
+    assert report["aiter"]["version_source"] == "aiter/_version.py"
+    assert report["aiter"]["version_trusted"] is False
+    assert cli.run("probe", "--aiter-root", site, "--check-matrix").returncode == 4
+    assert cli.run("probe", "--aiter-root", site, "--check-matrix", "--matrix-entry", "0.1.14").returncode == 0
+
+
+def test_user_matrix_override(cli, fixture_pkg, tmp_path):
+    site, _ = fixture_pkg("0.1.12")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("schema_version: 1\nreleases: {\n")
+    report = cli.probe_json("--aiter-root", site, "--matrix", str(broken))
+    assert report["matrix"]["source"] == "built-in"
+    assert "broken.yaml" in report["matrix"]["warning"]
+    report = cli.probe_json("--aiter-root", site, env={"AITER_COMPAT_MATRIX": str(broken)})
+    assert "broken.yaml" in report["matrix"]["warning"]
+
+
+def test_bad_arguments_exit_2(cli, tmp_path):
+    assert cli.run("probe", "--aiter-root", str(tmp_path / "missing")).returncode == 2
+    assert cli.run("probe", "--require", "wings").returncode == 2
+    assert cli.run().returncode == 2
