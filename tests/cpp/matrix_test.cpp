@@ -55,7 +55,8 @@ TEST(Matrix, FindsTheReleaseLineOfAVersion) {
   const CompatMatrix& m = CompatMatrix::builtin();
   auto line = [&](const char* v) { return m.find_line(*Version::parse(v))->version.text; };
   EXPECT_EQ(line("0.1.12+rocm7.2.manylinux_2_28"), "0.1.12");
-  EXPECT_EQ(line("0.1.7.post2.dev18"), "0.1.7.post1");
+  EXPECT_EQ(line("0.1.7.post2.dev18"), "0.1.7.post2.dev18");  // the published wheel has its own entry
+  EXPECT_EQ(line("0.1.7.post2.dev5"), "0.1.7.post1");         // 5 commits after 0.1.7.post1
   EXPECT_EQ(line("0.1.20.post1"), "0.1.20.post1");
   EXPECT_EQ(line("0.1.21.dev4"), "main");
   EXPECT_EQ(m.find_line(*Version::parse("0.0.9")), nullptr);
