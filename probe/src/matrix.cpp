@@ -106,9 +106,14 @@ CompatMatrix CompatMatrix::from_yaml(const std::string& text, const std::string&
       if (YAML::Node when = q["when"]) {
         if (!when.IsMap()) fail(origin, when, "'when' must be a mapping");
         for (const auto& kv : when) {
-          YAML::Emitter e;
-          e << YAML::Flow << kv.second;
-          quirk.when[kv.first.as<std::string>()] = e.c_str();
+          auto& values = quirk.when[kv.first.as<std::string>()];
+          if (kv.second.IsSequence()) {
+            for (const auto& v : kv.second) values.push_back(v.as<std::string>());
+          } else if (kv.second.IsScalar()) {
+            values.push_back(kv.second.as<std::string>());
+          } else {
+            fail(origin, kv.second, "'when' values must be single values or lists");
+          }
         }
       }
       quirk.effect = scalar(origin, q, "effect");

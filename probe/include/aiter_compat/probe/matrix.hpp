@@ -32,7 +32,7 @@ struct MatrixQuirk {
   std::vector<std::string> archs;  // empty: any GPU
   std::vector<std::string> ops;
   std::string requires_param;      // applies only where the op has this parameter
-  std::map<std::string, std::string> when;  // call conditions, as YAML text
+  std::map<std::string, std::vector<std::string>> when;  // call conditions: key -> accepted values
   std::string effect, summary;
 };
 

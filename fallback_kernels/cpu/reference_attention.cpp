@@ -1,0 +1,166 @@
+#include "reference_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "float_convert.hpp"
+
+namespace aiter_compat::cpu {
+namespace {
+
+double load(DType t, const void* base, int64_t index) {
+  switch (t) {
+    case DType::f32: return static_cast<const float*>(base)[index];
+    case DType::f16: return f16_to_float(static_cast<const uint16_t*>(base)[index]);
+    case DType::bf16: return bf16_to_float(static_cast<const uint16_t*>(base)[index]);
+    case DType::i32: return static_cast<const int32_t*>(base)[index];
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+void store(DType t, void* base, int64_t index, double value) {
+  float f = static_cast<float>(value);
+  switch (t) {
+    case DType::f32: static_cast<float*>(base)[index] = f; break;
+    case DType::f16: static_cast<uint16_t*>(base)[index] = float_to_f16(f); break;
+    case DType::bf16: static_cast<uint16_t*>(base)[index] = float_to_bf16(f); break;
+    default: break;
+  }
+}
+
+int64_t i32_at(const TensorView& t, int64_t i) { return static_cast<const int32_t*>(t.data)[i * t.strides[0]]; }
+
+// One sequence seen by the attention core: where its query rows, key rows and output rows are.
+struct Sequence {
+  int64_t q_len, k_len;
+  std::vector<int64_t> q_rows, k_rows, v_rows, out_rows;  // element offsets of token rows (head 0)
+  std::vector<int64_t> lse_rows;                   // element offsets of lse for head 0 (per query token)
+};
+
+struct Common {
+  const TensorView *q, *k, *v, *sinks, *out, *lse;
+  int64_t q_head_stride, k_head_stride, v_head_stride, out_head_stride, lse_head_stride;
+  double scale, softcap;
+  bool causal;
+  Window window;
+};
+
+// The definition itself: for query i at position p (bottom-right aligned), key j counts when
+// the masks allow it; the sink is one more logit with a zero value vector, never masked.
+void attend_sequence(const Common& c, const Sequence& s) {
+  const int64_t hq = c.q->shape[c.q->ndim - 2], hk = c.k->shape[c.k->ndim - 2];
+  const int64_t d = c.q->shape[c.q->ndim - 1], dv = c.v->shape[c.v->ndim - 1];
+  const int64_t group = hq / hk;
+  std::vector<double> scores(static_cast<size_t>(s.k_len)), acc(static_cast<size_t>(dv));
+  for (int64_t h = 0; h < hq; ++h) {
+    const int64_t kh = h / group;
+    const double sink = c.sinks->defined()
+                            ? static_cast<const float*>(c.sinks->data)[h * c.sinks->strides[0]]
+                            : -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < s.q_len; ++i) {
+      const int64_t p = i + (s.k_len - s.q_len);
+      int64_t lo = 0, hi = s.k_len;  // keys [lo, hi)
+      if (c.causal) hi = std::min(hi, p + 1);
+      if (c.window.right >= 0) hi = std::min(hi, p + c.window.right + 1);
+      if (c.window.left >= 0) lo = std::max(lo, p - c.window.left);
+      double m = sink;
+      for (int64_t j = lo; j < hi; ++j) {
+        double dot = 0;
+        const int64_t qo = s.q_rows[i] + h * c.q_head_stride, ko = s.k_rows[j] + kh * c.k_head_stride;
+        for (int64_t e = 0; e < d; ++e) dot += load(c.q->dtype, c.q->data, qo + e) * load(c.k->dtype, c.k->data, ko + e);
+        double sc = dot * c.scale;
+        if (c.softcap > 0) sc = c.softcap * std::tanh(sc / c.softcap);
+        scores[j] = sc;
+        m = std::max(m, sc);
+      }
+      std::fill(acc.begin(), acc.end(), 0.0);
+      double denom = std::isinf(sink) && sink < 0 ? 0.0 : std::exp(sink - m);
+      for (int64_t j = lo; j < hi; ++j) {
+        double w = std::exp(scores[j] - m);
+        denom += w;
+        const int64_t vo = s.v_rows[j] + kh * c.v_head_stride;
+        for (int64_t e = 0; e < dv; ++e) acc[e] += w * load(c.v->dtype, c.v->data, vo + e);
+      }
+      const int64_t oo = s.out_rows[i] + h * c.out_head_stride;
+      for (int64_t e = 0; e < dv; ++e) store(c.out->dtype, c.out->data, oo + e, denom > 0 ? acc[e] / denom : 0.0);
+      if (c.lse->defined()) {
+        double lse = denom > 0 ? m + std::log(denom) : -std::numeric_limits<double>::infinity();
+        static_cast<float*>(c.lse->data)[s.lse_rows[i] + h * c.lse_head_stride] = static_cast<float>(lse);
+      }
+    }
+  }
+}
+
+double scale_of(double given, const TensorView& q) {
+  return given > 0 ? given : 1.0 / std::sqrt(static_cast<double>(q.shape[q.ndim - 1]));
+}
+
+}  // namespace
+
+void varlen_attention(const VarlenArgs& a) {
+  const int hd = a.batch_layout ? 2 : 1;
+  Common c{&a.q, &a.k, &a.v, &a.sinks, &a.out, &a.lse,
+           a.q.strides[hd], a.k.strides[hd], a.v.strides[hd], a.out.strides[hd],
+           a.lse.defined() ? a.lse.strides[a.batch_layout ? 1 : 0] : 0,
+           scale_of(a.softmax_scale, a.q), a.softcap, a.causal, a.window};
+  const int64_t batch = a.batch_layout ? a.q.shape[0] : a.cu_seqlens_q.shape[0] - 1;
+  for (int64_t b = 0; b < batch; ++b) {
+    Sequence s;
+    int64_t q0, k0;
+    if (a.batch_layout) {
+      s.q_len = a.q.shape[1];
+      s.k_len = a.k.shape[1];
+      q0 = k0 = 0;
+    } else {
+      q0 = i32_at(a.cu_seqlens_q, b);
+      k0 = i32_at(a.cu_seqlens_k, b);
+      s.q_len = i32_at(a.cu_seqlens_q, b + 1) - q0;
+      s.k_len = i32_at(a.cu_seqlens_k, b + 1) - k0;
+    }
+    auto row = [&](const TensorView& t, int64_t start, int64_t i) {
+      return a.batch_layout ? b * t.strides[0] + i * t.strides[1] : (start + i) * t.strides[0];
+    };
+    for (int64_t i = 0; i < s.q_len; ++i) {
+      s.q_rows.push_back(row(a.q, q0, i));
+      s.out_rows.push_back(row(a.out, q0, i));
+      s.lse_rows.push_back(!a.lse.defined() ? 0
+                           : a.batch_layout ? b * a.lse.strides[0] + i * a.lse.strides[2]
+                                            : (q0 + i) * a.lse.strides[1]);
+    }
+    for (int64_t j = 0; j < s.k_len; ++j) {
+      s.k_rows.push_back(row(a.k, k0, j));
+      s.v_rows.push_back(row(a.v, k0, j));
+    }
+    attend_sequence(c, s);
+  }
+}
+
+void paged_attention(const PagedArgs& a) {
+  Common c{&a.q, &a.k_cache, &a.v_cache, &a.sinks, &a.out, &a.lse,
+           a.q.strides[1], a.k_cache.strides[2], a.v_cache.strides[2], a.out.strides[1],
+           a.lse.defined() ? a.lse.strides[0] : 0,
+           scale_of(a.softmax_scale, a.q), a.softcap, a.causal, a.window};
+  const int64_t batch = a.cu_seqlens_q.shape[0] - 1, bs = a.k_cache.shape[1];
+  for (int64_t b = 0; b < batch; ++b) {
+    Sequence s;
+    const int64_t q0 = i32_at(a.cu_seqlens_q, b);
+    s.q_len = i32_at(a.cu_seqlens_q, b + 1) - q0;
+    s.k_len = i32_at(a.seqused_k, b);
+    for (int64_t i = 0; i < s.q_len; ++i) {
+      s.q_rows.push_back((q0 + i) * a.q.strides[0]);
+      s.out_rows.push_back((q0 + i) * a.out.strides[0]);
+      s.lse_rows.push_back(a.lse.defined() ? (q0 + i) * a.lse.strides[1] : 0);
+    }
+    const auto* table = static_cast<const int32_t*>(a.block_table.data) + b * a.block_table.strides[0];
+    for (int64_t j = 0; j < s.k_len; ++j) {
+      int64_t block = table[(j / bs) * a.block_table.strides[1]];
+      s.k_rows.push_back(block * a.k_cache.strides[0] + (j % bs) * a.k_cache.strides[1]);
+      s.v_rows.push_back(block * a.v_cache.strides[0] + (j % bs) * a.v_cache.strides[1]);
+    }
+    attend_sequence(c, s);
+  }
+}
+
+}  // namespace aiter_compat::cpu

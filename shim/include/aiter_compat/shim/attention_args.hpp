@@ -1,0 +1,45 @@
+#pragma once
+// Arguments of the attention operations, after the fronts (Python module, C API) have turned
+// their inputs into views. One struct per operation; optional tensors are undefined views.
+#include <cstdint>
+
+#include "aiter_compat/shim/tensor.hpp"
+
+namespace aiter_compat {
+
+struct Window {
+  int64_t left = -1;   // -1: unbounded
+  int64_t right = -1;  // -1: unbounded
+  int64_t sink_size = 0;  // StreamingLLM's always-kept first tokens (AITer's third value)
+};
+
+// flash_attn_varlen_func: q [total_q, Hq, D], k [total_k, Hk, D], v [total_k, Hk, Dv],
+// cu_seqlens_* int32 [B+1]; out [total_q, Hq, Dv]; lse fp32 [Hq, total_q].
+// flash_attn_func uses the same struct with batch_layout: q [B, Sq, Hq, D], k/v [B, Sk, Hk, D],
+// out [B, Sq, Hq, Dv], lse [B, Hq, Sq], and no cu_seqlens.
+struct VarlenArgs {
+  TensorView q, k, v, cu_seqlens_q, cu_seqlens_k, sinks, out, lse;
+  bool batch_layout = false;
+  int64_t max_seqlen_q = 0, max_seqlen_k = 0;
+  double softmax_scale = 0;  // 0: 1/sqrt(D)
+  bool causal = false;
+  Window window;
+  double dropout_p = 0, softcap = 0;
+  bool has_bias = false, has_alibi = false;
+};
+
+// Paged attention over vLLM's NHD cache (unified_attention and the paged decode entry point):
+// q [total_q, Hq, D], k_cache [num_blocks, block_size, Hk, D], v_cache [.., Hk, Dv],
+// cu_seqlens_q int32 [B+1], seqused_k int32 [B] (context length including the new tokens),
+// block_table int32 [B, max_blocks]; out [total_q, Hq, Dv]; lse fp32 [Hq, total_q].
+struct PagedArgs {
+  TensorView q, k_cache, v_cache, cu_seqlens_q, seqused_k, block_table, sinks, out, lse;
+  int64_t max_seqlen_q = 0, max_seqlen_k = 0;
+  double softmax_scale = 0;
+  bool causal = true;
+  Window window;
+  double softcap = 0;
+  bool has_alibi = false, has_q_descale = false;
+};
+
+}  // namespace aiter_compat

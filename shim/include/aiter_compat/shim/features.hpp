@@ -1,0 +1,39 @@
+#pragma once
+// What a call looks like to the router: the few facts that decide where it can run. Equal
+// features mean an equal route, so the router decides once per distinct value and looks it up.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "aiter_compat/shim/signatures.hpp"
+#include "aiter_compat/shim/tensor.hpp"
+
+namespace aiter_compat {
+
+struct CallFeatures {
+  OpId op = OpId::flash_attn_varlen_func;
+  DType dtype = DType::unsupported;
+  DeviceKind device = DeviceKind::cpu;
+  int32_t head_dim_qk = 0, head_dim_v = 0;
+  int32_t q_heads = 0, kv_heads = 0;
+  int32_t block_size = 0;      // paged KV only
+  int8_t window_arity = 0;     // length of the window_size the caller gave (0: not given)
+  bool causal = false;
+  bool window_left = false, window_right = false;  // a bound is set (causal's implicit right=0 aside)
+  bool window_sink_size = false;                   // StreamingLLM sink_size > 0
+  bool sinks = false;
+  bool dropout = false, bias = false, alibi = false, softcap = false;
+  bool return_lse = false, return_attn_probs = false;
+  bool descale = false;        // q/k/v descale or q_scales given (fp8 paths)
+  uint32_t nondefault = 0;     // bit i: parameter i of the op's signature has a non-default value
+
+  bool operator==(const CallFeatures&) const = default;
+  std::vector<std::pair<std::string, std::string>> describe() const;  // rows for error tables
+};
+
+struct CallFeaturesHash {
+  size_t operator()(const CallFeatures& f) const;
+};
+
+}  // namespace aiter_compat

@@ -1,0 +1,13 @@
+#pragma once
+// Checks of the attention arguments. Metadata (dtypes, shapes, strides, devices, overlaps) is
+// always checked; contents (cu_seqlens monotonic, block-table entries in range, sinks finite)
+// only when read_contents is true and the tensors are host-readable, which the fallback routes
+// require before they touch memory. Each failure throws ArgumentError naming the argument.
+#include "aiter_compat/shim/attention_args.hpp"
+
+namespace aiter_compat {
+
+void validate_varlen(const VarlenArgs& a, bool read_contents);
+void validate_paged(const PagedArgs& a, bool read_contents);
+
+}  // namespace aiter_compat

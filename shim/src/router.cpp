@@ -1,0 +1,287 @@
+#include "aiter_compat/shim/router.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace aiter_compat {
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::string dtype_word(DType t) {
+  switch (t) {
+    case DType::bf16: return "bf16";
+    case DType::f16: return "fp16";
+    case DType::f32: return "fp32";
+    default: return to_string(t);
+  }
+}
+
+// Evaluates a quirk's call conditions. A key this code does not know counts as met: for quirks
+// that refuse a route, assuming the worst is the safe reading.
+bool when_matches(const std::map<std::string, std::vector<std::string>>& when, const CallFeatures& f) {
+  auto flag = [](const std::vector<std::string>& v, bool actual) {
+    return v.empty() || (v[0] == "true") == actual;
+  };
+  auto in_ints = [](const std::vector<std::string>& v, int actual) {
+    return contains(v, std::to_string(actual));
+  };
+  for (const auto& [key, values] : when) {
+    bool ok = true;
+    if (key == "sinks") ok = flag(values, f.sinks);
+    else if (key == "causal") ok = flag(values, f.causal);
+    else if (key == "bias") ok = flag(values, f.bias);
+    else if (key == "alibi") ok = flag(values, f.alibi);
+    else if (key == "dropout") ok = flag(values, f.dropout);
+    else if (key == "softcap") ok = flag(values, f.softcap);
+    else if (key == "dtype") ok = contains(values, dtype_word(f.dtype));
+    else if (key == "head_dim_qk") ok = in_ints(values, f.head_dim_qk);
+    else if (key == "head_dim_v") ok = in_ints(values, f.head_dim_v);
+    else if (key == "window") ok = contains(values, (f.window_left || f.window_right) ? "set" : "none");
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool refuses_route(const std::string& effect) {
+  return effect == "sinks_ignored" || effect == "assertion_error" || effect == "wrong_result";
+}
+
+// Parameters the CPU reference kernels cannot honour when given a non-neutral value.
+const std::set<std::string>& cpu_unsupported(OpId op) {
+  static const std::set<std::string> varlen = {"dropout_p", "bias", "alibi_slopes", "return_attn_probs",
+                                               "block_table", "cu_seqlens_q_padded", "cu_seqlens_k_padded"};
+  static const std::set<std::string> batch = {"dropout_p", "bias", "alibi_slopes", "return_attn_probs",
+                                              "cu_seqlens_q", "cu_seqlens_kv"};
+  static const std::set<std::string> unified = {"q_descale", "k_descale", "v_descale", "q_scales", "alibi_slopes",
+                                                "output_scale", "qq_bias", "shuffled_kv_cache", "skip_reduce"};
+  static const std::set<std::string> none;
+  switch (op) {
+    case OpId::flash_attn_varlen_func: return varlen;
+    case OpId::flash_attn_func: return batch;
+    case OpId::unified_attention: return unified;
+    case OpId::paged_attention_decode: break;
+  }
+  return none;
+}
+
+std::string kernel_name(OpId op) {
+  switch (op) {
+    case OpId::flash_attn_varlen_func: return "varlen_fwd";
+    case OpId::flash_attn_func: return "batch_fwd";
+    case OpId::unified_attention:
+    case OpId::paged_attention_decode: return "paged_fwd";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::optional<Policy> parse_policy(const std::string& text) {
+  if (text == "auto") return Policy::automatic;
+  if (text == "prefer-fallback") return Policy::prefer_fallback;
+  if (text == "aiter-only") return Policy::aiter_only;
+  return std::nullopt;
+}
+
+std::string to_string(Policy p) {
+  switch (p) {
+    case Policy::automatic: return "auto";
+    case Policy::prefer_fallback: return "prefer-fallback";
+    case Policy::aiter_only: return "aiter-only";
+  }
+  return "?";
+}
+
+std::string to_string(RouteKind k) {
+  switch (k) {
+    case RouteKind::aiter: return "aiter";
+    case RouteKind::fallback_cpu: return "fallback (cpu)";
+    case RouteKind::fallback_gpu: return "fallback (gpu)";
+    case RouteKind::refused: return "refused";
+  }
+  return "?";
+}
+
+Capabilities Capabilities::from_report(const ProbeReport& report, const CompatMatrix& matrix) {
+  Capabilities c;
+  c.aiter_found = report.aiter.found && !report.aiter.foreign;
+  c.aiter_label = "aiter " + (report.aiter.version.empty() ? std::string("(version unknown)") : report.aiter.version) +
+                  (report.aiter.path.empty() ? "" : " at " + report.aiter.path);
+  if (report.aiter.foreign) c.aiter_problem = report.aiter.reason;
+  if (auto it = report.channels.find("live"); it != report.channels.end() && it->second.import_error)
+    c.aiter_problem = "import aiter failed: " + it->second.import_error->error;
+  for (const auto& op : report.ops)
+    c.entries[op.name] = {op.present, op.module, op.param_names(), op.window_arity};
+  auto version = Version::parse(report.aiter.version);
+  bool trusted = version && report.aiter.version_trusted;
+  for (const auto& q : matrix.quirks())
+    if (!trusted || q.versions.contains(*version)) c.quirks.push_back(q);
+  if (report.device.present) c.gpu_arch = report.device.arch;
+  for (const auto& k : report.fallback_kernels)
+    for (const auto& a : k.archs)
+      if (!contains(c.gpu_fallback_archs, a)) c.gpu_fallback_archs.push_back(a);
+  // Where each parameter first appeared, for "takes no sink_ptr (first in 0.1.10)".
+  for (const auto& rel : matrix.releases())
+    for (const auto& [name, op] : rel.ops)
+      for (const auto& p : op.params) c.first_release[name].emplace(p, rel.version.text);
+  return c;
+}
+
+Router::Router(Capabilities caps, Policy policy) : caps_(std::move(caps)), policy_(policy) {}
+
+Candidate Router::aiter_candidate(const CallFeatures& f, Route* r) const {
+  const OpSignature& sig = signature(f.op);
+  Candidate c;
+  c.name = caps_.aiter_label + ": " + (sig.aiter_name.empty() ? sig.name : sig.aiter_name);
+  if (sig.aiter_name.empty()) {
+    c.reasons.push_back("AITer has no entry point for this: its paged decode kernels (pa_fwd_asm, "
+                        "paged_attention_v1) take no sinks and a different calling convention");
+    return c;
+  }
+  if (!caps_.aiter_found) {
+    c.reasons.push_back("AITer is not installed");
+    return c;
+  }
+  if (!caps_.aiter_problem.empty()) c.reasons.push_back(caps_.aiter_problem);
+  auto it = caps_.entries.find(sig.aiter_name);
+  if (it == caps_.entries.end() || !it->second.present) {
+    c.reasons.push_back(sig.aiter_name + " is not in this install");
+    return c;
+  }
+  const AiterEntry& e = it->second;
+  if (f.device != DeviceKind::rocm)
+    c.reasons.push_back("AITer runs on AMD GPUs (ROCm); the tensors are on " + to_string(f.device));
+  if (f.dtype != DType::f16 && f.dtype != DType::bf16)
+    c.reasons.push_back("AITer takes float16 or bfloat16, not " + to_string(f.dtype));
+  auto first_in = [&](const std::string& param) {
+    auto op_it = caps_.first_release.find(sig.aiter_name);
+    if (op_it == caps_.first_release.end()) return std::string();
+    auto p = op_it->second.find(param);
+    return p == op_it->second.end() ? std::string() : " (first in " + p->second + ")";
+  };
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    const ParamSpec& p = sig.params[i];
+    if (contains(e.params, p.name)) {
+      if (r) r->pass_params.push_back(static_cast<int>(i));
+      continue;
+    }
+    bool given = (f.nondefault >> i) & 1u;
+    if (p.required || (given && !p.hint))
+      c.reasons.push_back(sig.aiter_name + " takes no " + p.name + first_in(p.name) +
+                          (p.required ? "" : ", and this call sets it"));
+  }
+  if (f.window_arity > 0 && e.window_arity == 2 && f.window_sink_size)
+    c.reasons.push_back("window_size takes (left, right) in this release; sink_size > 0 needs a 3-value window");
+  if (r) r->window_arity = e.window_arity.value_or(0);
+  for (const auto& q : caps_.quirks) {
+    if (!refuses_route(q.effect) || !contains(q.ops, sig.aiter_name)) continue;
+    if (!q.requires_param.empty() && !contains(e.params, q.requires_param)) continue;
+    if (!when_matches(q.when, f)) continue;
+    std::string arch_note;
+    if (!q.archs.empty()) {
+      if (!caps_.gpu_arch.empty() && !contains(q.archs, caps_.gpu_arch)) continue;
+      if (caps_.gpu_arch.empty()) arch_note = " (on gfx942/gfx950; the GPU here is unknown, so assumed)";
+    }
+    c.reasons.push_back("quirk " + q.id + ": " + q.summary + arch_note);
+  }
+  c.accepted = c.reasons.empty();
+  return c;
+}
+
+Candidate Router::cpu_candidate(const CallFeatures& f) const {
+  Candidate c;
+  c.name = "fallback " + kernel_name(f.op) + " (cpu reference)";
+  if (f.device != DeviceKind::cpu) c.reasons.push_back("runs on CPU tensors; these are on " + to_string(f.device));
+  if (f.dtype != DType::f16 && f.dtype != DType::bf16 && f.dtype != DType::f32)
+    c.reasons.push_back("takes float16, bfloat16 or float32, not " + to_string(f.dtype));
+  const OpSignature& sig = signature(f.op);
+  const auto& unsupported = cpu_unsupported(f.op);
+  for (size_t i = 0; i < sig.params.size(); ++i)
+    if ((f.nondefault >> i) & 1u && unsupported.count(sig.params[i].name))
+      c.reasons.push_back(sig.params[i].name + " is not supported");
+  if (f.window_sink_size) c.reasons.push_back("window_size sink_size > 0 (StreamingLLM) is not supported");
+  c.accepted = c.reasons.empty();
+  return c;
+}
+
+Candidate Router::gpu_candidate(const CallFeatures& f) const {
+  Candidate c;
+  c.name = "fallback " + kernel_name(f.op) + " (gpu)";
+  if (f.device == DeviceKind::cpu) c.reasons.push_back("runs on GPU tensors; these are on cpu");
+  else if (caps_.gpu_fallback_archs.empty())
+    c.reasons.push_back("no GPU fallback kernels are built into this aiter-compat");
+  else if (caps_.gpu_arch.empty() || !contains(caps_.gpu_fallback_archs, caps_.gpu_arch))
+    c.reasons.push_back("no kernel built for " + (caps_.gpu_arch.empty() ? std::string("this GPU") : caps_.gpu_arch));
+  c.accepted = c.reasons.empty();
+  return c;
+}
+
+Route Router::decide(const CallFeatures& f) const {
+  Route r;
+  Route aiter_route;
+  Candidate aiter = aiter_candidate(f, &aiter_route);
+  Candidate cpu = cpu_candidate(f), gpu = gpu_candidate(f);
+  if (policy_ == Policy::aiter_only) {
+    for (Candidate* fb : {&cpu, &gpu}) {
+      fb->reasons.push_back("policy aiter-only allows AITer routes only");
+      fb->accepted = false;
+    }
+  }
+  auto take_aiter = [&] {
+    r.kind = RouteKind::aiter;
+    const auto& e = caps_.entries.at(signature(f.op).aiter_name);
+    r.module = e.module;
+    r.function = signature(f.op).aiter_name;
+    r.target = e.module + "." + r.function;
+    r.pass_params = aiter_route.pass_params;
+    r.window_arity = aiter_route.window_arity;
+  };
+  auto take_fallback = [&]() -> bool {
+    if (cpu.accepted) {
+      r.kind = RouteKind::fallback_cpu;
+      r.target = cpu.name;
+      return true;
+    }
+    if (gpu.accepted) {
+      r.kind = RouteKind::fallback_gpu;
+      r.target = gpu.name;
+      return true;
+    }
+    return false;
+  };
+  if (policy_ == Policy::prefer_fallback) {
+    if (!take_fallback() && aiter.accepted) take_aiter();
+  } else if (aiter.accepted) {
+    take_aiter();
+  } else {
+    take_fallback();
+  }
+  r.candidates = {aiter, cpu, gpu};
+  auto entry = caps_.entries.find(signature(f.op).aiter_name);
+  r.rerouted = r.kind != RouteKind::aiter && entry != caps_.entries.end() && entry->second.present;
+  return r;
+}
+
+const Route& Router::route(const CallFeatures& f) {
+  {
+    std::shared_lock lock(mutex_);
+    auto it = routes_.find(f);
+    if (it != routes_.end()) return *it->second;
+  }
+  auto decided = std::make_unique<Route>(decide(f));
+  std::unique_lock lock(mutex_);
+  auto [it, inserted] = routes_.emplace(f, std::move(decided));
+  return *it->second;  // routes never move: callers may keep the reference
+}
+
+std::vector<std::pair<CallFeatures, Route>> Router::decided() const {
+  std::shared_lock lock(mutex_);
+  std::vector<std::pair<CallFeatures, Route>> out;
+  for (const auto& [f, r] : routes_) out.emplace_back(f, *r);
+  return out;
+}
+
+}  // namespace aiter_compat

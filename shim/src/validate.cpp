@@ -1,0 +1,239 @@
+#include "aiter_compat/shim/validate.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "aiter_compat/shim/errors.hpp"
+
+namespace aiter_compat {
+namespace {
+
+[[noreturn]] void bad(const std::string& arg, const std::string& found, const std::string& needed) {
+  throw ArgumentError(arg, found, needed);
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+void need_defined(const char* name, const TensorView& t) {
+  if (!t.defined()) bad(name, "None", "a tensor");
+}
+
+void need_float(const char* name, const TensorView& t) {
+  if (t.dtype != DType::f32 && t.dtype != DType::f16 && t.dtype != DType::bf16)
+    bad(name, "dtype " + to_string(t.dtype), "float16, bfloat16 or float32");
+}
+
+void need_dtype(const char* name, const TensorView& t, DType want) {
+  if (t.dtype != want) bad(name, "dtype " + to_string(t.dtype), to_string(want));
+}
+
+void need_ndim(const char* name, const TensorView& t, int ndim, const char* layout) {
+  if (t.ndim != ndim) bad(name, str(t.ndim) + " dimensions " + t.shape_text(), str(ndim) + " dimensions " + layout);
+}
+
+void need_dim(const char* name, const TensorView& t, int dim, int64_t want, const std::string& what) {
+  if (t.shape[dim] != want)
+    bad(name, "shape " + t.shape_text(), "size " + str(want) + " in dimension " + str(dim) + " (" + what + ")");
+}
+
+void need_inner_contiguous(const char* name, const TensorView& t) {
+  if (t.ndim > 0 && t.shape[t.ndim - 1] > 1 && t.strides[t.ndim - 1] != 1)
+    bad(name, "stride " + str(t.strides[t.ndim - 1]) + " in the last dimension", "1 (contiguous head dimension)");
+  for (int i = 0; i < t.ndim; ++i)
+    if (t.strides[i] < 0) bad(name, "negative stride " + str(t.strides[i]), "non-negative strides");
+}
+
+void need_same_device(const char* name, const TensorView& t, const TensorView& ref) {
+  if (t.defined() && (t.device != ref.device || t.device_id != ref.device_id))
+    bad(name, "device " + to_string(t.device) + ":" + str(t.device_id),
+        "q's device " + to_string(ref.device) + ":" + str(ref.device_id));
+}
+
+void need_no_overlap(const char* out_name, const TensorView& out, const std::vector<std::pair<const char*, const TensorView*>>& inputs) {
+  if (!out.defined() || out.numel() == 0) return;
+  auto [lo, hi] = out.byte_span();
+  for (const auto& [name, in] : inputs) {
+    if (!in->defined() || in->numel() == 0) continue;
+    auto [ilo, ihi] = in->byte_span();
+    if (lo < ihi && ilo < hi) bad(out_name, std::string("memory overlapping ") + name, "a tensor of its own");
+  }
+}
+
+bool host_readable(const TensorView& t) { return t.device == DeviceKind::cpu; }
+
+int32_t at_i32(const TensorView& t, int64_t i) { return static_cast<const int32_t*>(t.data)[i * t.strides[0]]; }
+
+// cu_seqlens: int32 [B+1], starting at 0, non-decreasing, ending within the token count.
+void check_cu_seqlens(const char* name, const TensorView& cu, int64_t batch_plus_one, int64_t total,
+                      const char* total_what, int64_t max_seqlen, const char* max_name, bool read) {
+  need_defined(name, cu);
+  need_dtype(name, cu, DType::i32);
+  need_ndim(name, cu, 1, "[batch + 1]");
+  if (batch_plus_one >= 0) need_dim(name, cu, 0, batch_plus_one, "batch + 1");
+  if (cu.shape[0] < 1) bad(name, "shape " + cu.shape_text(), "at least one entry ([0] for an empty batch)");
+  if (!read || !host_readable(cu)) return;
+  if (at_i32(cu, 0) != 0) bad(name, "first entry " + str(at_i32(cu, 0)), "0");
+  int64_t longest = 0;
+  for (int64_t i = 1; i < cu.shape[0]; ++i) {
+    int64_t a = at_i32(cu, i - 1), b = at_i32(cu, i);
+    if (b < a) bad(name, "entry " + str(i) + " = " + str(b) + " after " + str(a), "non-decreasing offsets");
+    longest = std::max(longest, b - a);
+  }
+  int64_t last = at_i32(cu, cu.shape[0] - 1);
+  if (last > total) bad(name, "last entry " + str(last), "at most " + str(total) + " (" + total_what + ")");
+  if (max_seqlen >= 0 && longest > max_seqlen)
+    bad(max_name, str(max_seqlen), "at least " + str(longest) + " (the longest sequence in " + name + ")");
+}
+
+void check_sinks(const TensorView& sinks, int64_t hq, const TensorView& q, bool read) {
+  if (!sinks.defined()) return;
+  need_dtype("sinks", sinks, DType::f32);
+  need_ndim("sinks", sinks, 1, "[num_query_heads]");
+  need_dim("sinks", sinks, 0, hq, "one sink per query head");
+  need_same_device("sinks", sinks, q);
+  if (!read || !host_readable(sinks)) return;
+  for (int64_t h = 0; h < hq; ++h) {
+    float s = static_cast<const float*>(sinks.data)[h * sinks.strides[0]];
+    if (std::isnan(s)) bad("sinks", "NaN at head " + str(h), "a finite logit, or -inf for no sink");
+    if (std::isinf(s) && s > 0) bad("sinks", "+inf at head " + str(h), "a finite logit, or -inf for no sink");
+  }
+}
+
+void check_scalars(double scale, const Window& w, double softcap) {
+  if (!(std::isfinite(scale) && scale >= 0)) bad("softmax_scale", std::to_string(scale), "a finite value > 0 (or None)");
+  if (w.left < -1) bad("window_size[0]", str(w.left), "-1 (unbounded) or a count >= 0");
+  if (w.right < -1) bad("window_size[1]", str(w.right), "-1 (unbounded) or a count >= 0");
+  if (w.sink_size < 0) bad("window_size[2]", str(w.sink_size), "a count >= 0");
+  if (!(std::isfinite(softcap) && softcap >= 0)) bad("logits_soft_cap", std::to_string(softcap), "a finite value >= 0");
+}
+
+void check_lse(const TensorView& lse, const TensorView& q, std::initializer_list<int64_t> shape, const char* layout) {
+  if (!lse.defined()) return;
+  need_dtype("lse", lse, DType::f32);
+  need_ndim("lse", lse, static_cast<int>(shape.size()), layout);
+  int d = 0;
+  for (int64_t s : shape) need_dim("lse", lse, d++, s, layout);
+  need_same_device("lse", lse, q);
+}
+
+}  // namespace
+
+void validate_varlen(const VarlenArgs& a, bool read) {
+  need_defined("q", a.q);
+  need_defined("k", a.k);
+  need_defined("v", a.v);
+  need_float("q", a.q);
+  need_dtype("k", a.k, a.q.dtype);
+  need_dtype("v", a.v, a.q.dtype);
+  const int nd = a.batch_layout ? 4 : 3;
+  const char* layout = a.batch_layout ? "[batch, seqlen, heads, head_dim]" : "[tokens, heads, head_dim]";
+  need_ndim("q", a.q, nd, layout);
+  need_ndim("k", a.k, nd, layout);
+  need_ndim("v", a.v, nd, layout);
+  const int hd = nd - 2;  // heads dimension
+  const int64_t hq = a.q.shape[hd], hk = a.k.shape[hd], d = a.q.shape[nd - 1], dv = a.v.shape[nd - 1];
+  need_dim("k", a.k, nd - 1, d, "q's head_dim");
+  for (int i = 0; i < nd - 1; ++i) need_dim("v", a.v, i, a.k.shape[i], "as k");
+  if (a.batch_layout) need_dim("k", a.k, 0, a.q.shape[0], "q's batch");
+  if (hk == 0 || hq % hk != 0)
+    bad("k", str(hk) + " heads for q's " + str(hq), "a divisor of q's head count (grouped-query attention)");
+  for (auto [name, t] : {std::pair{"q", &a.q}, {"k", &a.k}, {"v", &a.v}}) need_inner_contiguous(name, *t);
+  need_same_device("k", a.k, a.q);
+  need_same_device("v", a.v, a.q);
+  check_scalars(a.softmax_scale, a.window, a.softcap);
+  if (!(a.dropout_p >= 0 && a.dropout_p < 1)) bad("dropout_p", std::to_string(a.dropout_p), "0 <= p < 1");
+  int64_t batch = a.batch_layout ? a.q.shape[0] : -1;
+  if (!a.batch_layout) {
+    check_cu_seqlens("cu_seqlens_q", a.cu_seqlens_q, -1, a.q.shape[0], "q's token count", a.max_seqlen_q,
+                     "max_seqlen_q", read);
+    check_cu_seqlens("cu_seqlens_k", a.cu_seqlens_k, a.cu_seqlens_q.shape[0], a.k.shape[0], "k's token count",
+                     a.max_seqlen_k, "max_seqlen_k", read);
+    need_same_device("cu_seqlens_q", a.cu_seqlens_q, a.q);
+    need_same_device("cu_seqlens_k", a.cu_seqlens_k, a.q);
+    batch = a.cu_seqlens_q.shape[0] - 1;
+  }
+  check_sinks(a.sinks, hq, a.q, read);
+  if (a.out.defined()) {
+    need_dtype("out", a.out, a.q.dtype);
+    need_ndim("out", a.out, nd, layout);
+    for (int i = 0; i < nd - 1; ++i) need_dim("out", a.out, i, a.q.shape[i], "as q");
+    need_dim("out", a.out, nd - 1, dv, "v's head_dim");
+    need_inner_contiguous("out", a.out);
+    need_same_device("out", a.out, a.q);
+    need_no_overlap("out", a.out, {{"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"sinks", &a.sinks},
+                                   {"cu_seqlens_q", &a.cu_seqlens_q}, {"cu_seqlens_k", &a.cu_seqlens_k}});
+  }
+  if (a.batch_layout) check_lse(a.lse, a.q, {batch, hq, a.q.shape[1]}, "[batch, heads, seqlen_q]");
+  else check_lse(a.lse, a.q, {hq, a.q.shape[0]}, "[heads, tokens]");
+  need_no_overlap("lse", a.lse, {{"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"out", &a.out}, {"sinks", &a.sinks}});
+}
+
+void validate_paged(const PagedArgs& a, bool read) {
+  need_defined("q", a.q);
+  need_defined("k_cache", a.k_cache);
+  need_defined("v_cache", a.v_cache);
+  need_float("q", a.q);
+  need_dtype("k_cache", a.k_cache, a.q.dtype);
+  need_dtype("v_cache", a.v_cache, a.q.dtype);
+  need_ndim("q", a.q, 3, "[tokens, heads, head_dim]");
+  need_ndim("k_cache", a.k_cache, 4, "[num_blocks, block_size, kv_heads, head_dim] (NHD)");
+  need_ndim("v_cache", a.v_cache, 4, "[num_blocks, block_size, kv_heads, head_dim] (NHD)");
+  const int64_t hq = a.q.shape[1], hk = a.k_cache.shape[2], nblocks = a.k_cache.shape[0], bs = a.k_cache.shape[1];
+  need_dim("k_cache", a.k_cache, 3, a.q.shape[2], "q's head_dim");
+  for (int i = 0; i < 3; ++i) need_dim("v_cache", a.v_cache, i, a.k_cache.shape[i], "as k_cache");
+  if (hk == 0 || hq % hk != 0)
+    bad("k_cache", str(hk) + " kv heads for q's " + str(hq), "a divisor of q's head count (grouped-query attention)");
+  if (bs < 1) bad("k_cache", "block size " + str(bs), "at least 1");
+  for (auto [name, t] : {std::pair{"q", &a.q}, {"k_cache", &a.k_cache}, {"v_cache", &a.v_cache}})
+    need_inner_contiguous(name, *t);
+  need_same_device("k_cache", a.k_cache, a.q);
+  need_same_device("v_cache", a.v_cache, a.q);
+  check_scalars(a.softmax_scale, a.window, a.softcap);
+  check_cu_seqlens("cu_seqlens_q", a.cu_seqlens_q, -1, a.q.shape[0], "q's token count", a.max_seqlen_q,
+                   "max_seqlen_q", read);
+  need_same_device("cu_seqlens_q", a.cu_seqlens_q, a.q);
+  const int64_t batch = a.cu_seqlens_q.shape[0] - 1;
+  need_defined("seqused_k", a.seqused_k);
+  need_dtype("seqused_k", a.seqused_k, DType::i32);
+  need_ndim("seqused_k", a.seqused_k, 1, "[batch]");
+  need_dim("seqused_k", a.seqused_k, 0, batch, "batch, from cu_seqlens_q");
+  need_same_device("seqused_k", a.seqused_k, a.q);
+  need_defined("block_table", a.block_table);
+  need_dtype("block_table", a.block_table, DType::i32);
+  need_ndim("block_table", a.block_table, 2, "[batch, max_blocks_per_sequence]");
+  need_dim("block_table", a.block_table, 0, batch, "batch, from cu_seqlens_q");
+  need_same_device("block_table", a.block_table, a.q);
+  check_sinks(a.sinks, hq, a.q, read);
+  if (a.out.defined()) {
+    need_dtype("out", a.out, a.q.dtype);
+    need_ndim("out", a.out, 3, "[tokens, heads, head_dim]");
+    need_dim("out", a.out, 0, a.q.shape[0], "q's tokens");
+    need_dim("out", a.out, 1, hq, "q's heads");
+    need_dim("out", a.out, 2, a.v_cache.shape[3], "v_cache's head_dim");
+    need_inner_contiguous("out", a.out);
+    need_same_device("out", a.out, a.q);
+    need_no_overlap("out", a.out, {{"q", &a.q}, {"k_cache", &a.k_cache}, {"v_cache", &a.v_cache},
+                                   {"block_table", &a.block_table}, {"seqused_k", &a.seqused_k}, {"sinks", &a.sinks}});
+  }
+  check_lse(a.lse, a.q, {hq, a.q.shape[0]}, "[heads, tokens]");
+  if (!read || !host_readable(a.seqused_k) || !host_readable(a.block_table) || !host_readable(a.cu_seqlens_q)) return;
+  const int64_t max_blocks = a.block_table.shape[1];
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t ctx = at_i32(a.seqused_k, b);
+    int64_t qlen = at_i32(a.cu_seqlens_q, b + 1) - at_i32(a.cu_seqlens_q, b);
+    std::string where = "seqused_k[" + str(b) + "]";
+    if (ctx < qlen) bad(where, str(ctx), "at least the sequence's " + str(qlen) + " new query tokens");
+    if (ctx > max_blocks * bs)
+      bad(where, str(ctx), "at most " + str(max_blocks * bs) + " (block_table columns x block size)");
+    if (a.max_seqlen_k >= 0 && ctx > a.max_seqlen_k) bad("max_seqlen_k", str(a.max_seqlen_k), "at least " + str(ctx));
+    const auto* row = static_cast<const int32_t*>(a.block_table.data) + b * a.block_table.strides[0];
+    for (int64_t i = 0; i < (ctx + bs - 1) / bs; ++i) {
+      int64_t blk = row[i * a.block_table.strides[1]];
+      if (blk < 0 || blk >= nblocks)
+        bad("block_table[" + str(b) + ", " + str(i) + "]", str(blk), "a block index in [0, " + str(nblocks) + ")");
+    }
+  }
+}
+
+}  // namespace aiter_compat

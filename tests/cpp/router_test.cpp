@@ -1,0 +1,142 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "aiter_compat/probe/probe.hpp"
+#include "aiter_compat/shim/router.hpp"
+#include "test_readings.hpp"
+
+using namespace aiter_compat;
+using namespace aiter_compat::testing_support;
+
+namespace {
+
+Capabilities caps_for(const char* version, const char* arch = nullptr) {
+  FakePythonReader py;
+  py.static_reading = reading_from_matrix(*CompatMatrix::builtin().find_exact(version));
+  ProbeOptions o;
+  o.native = o.device = false;
+  ProbeReport r = run_probe(o, py);
+  if (arch) {
+    r.device.present = true;
+    r.device.arch = arch;
+  }
+  return Capabilities::from_report(r, CompatMatrix::builtin());
+}
+
+uint32_t bit(OpId op, const char* param) { return 1u << signature(op).index_of(param); }
+
+// vLLM's prefill call: bf16, GPT-OSS shape, causal, on a ROCm GPU.
+CallFeatures vllm_prefill(bool sinks, int head_dim = 64) {
+  CallFeatures f;
+  f.op = OpId::flash_attn_varlen_func;
+  f.dtype = DType::bf16;
+  f.device = DeviceKind::rocm;
+  f.head_dim_qk = f.head_dim_v = head_dim;
+  f.q_heads = 64, f.kv_heads = 8;
+  f.causal = true;
+  f.window_arity = 2;
+  f.sinks = sinks;
+  f.nondefault = bit(f.op, "min_seqlen_q") | bit(f.op, "softmax_scale") | bit(f.op, "causal") | bit(f.op, "out");
+  if (sinks) f.nondefault |= bit(f.op, "sink_ptr");
+  return f;
+}
+
+bool any_reason(const Route& r, const std::string& text) {
+  for (const auto& c : r.candidates)
+    for (const auto& reason : c.reasons)
+      if (reason.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(Router, OldAiterWithoutSinksIsRefusedWithItsReason) {
+  Router router(caps_for("0.1.9.post1", "gfx942"), Policy::automatic);
+  const Route& r = router.route(vllm_prefill(true));
+  EXPECT_EQ(r.kind, RouteKind::refused);  // ROCm tensors and no GPU kernels yet
+  EXPECT_TRUE(any_reason(r, "flash_attn_varlen_func takes no sink_ptr (first in 0.1.10)")) << r.candidates[0].reasons[0];
+  EXPECT_TRUE(any_reason(r, "no GPU fallback kernels"));
+  EXPECT_TRUE(r.rerouted);
+}
+
+TEST(Router, OldAiterServesCallsWithoutSinksDroppingTheDefaultKeyword) {
+  Router router(caps_for("0.1.9.post1", "gfx942"), Policy::automatic);
+  const Route& r = router.route(vllm_prefill(false));
+  ASSERT_EQ(r.kind, RouteKind::aiter) << r.candidates[0].reasons.size();
+  EXPECT_EQ(r.target, "aiter.ops.mha.flash_attn_varlen_func");
+  const auto& sig = signature(OpId::flash_attn_varlen_func);
+  for (int i : r.pass_params) EXPECT_NE(sig.params[i].name, "sink_ptr");
+  EXPECT_EQ(r.window_arity, 3);
+}
+
+TEST(Router, V3QuirkKeepsSinksOffTheAsmPath) {
+  Router gfx942(caps_for("0.1.12", "gfx942"), Policy::automatic);
+  const Route& hd128 = gfx942.route(vllm_prefill(true, 128));
+  EXPECT_NE(hd128.kind, RouteKind::aiter);
+  EXPECT_TRUE(any_reason(hd128, "quirk v3-asm-drops-sinks"));
+  EXPECT_EQ(gfx942.route(vllm_prefill(true, 64)).kind, RouteKind::aiter);   // CK honours the sink
+  EXPECT_EQ(gfx942.route(vllm_prefill(false, 128)).kind, RouteKind::aiter); // no sink to drop
+  Router gfx90a(caps_for("0.1.12", "gfx90a"), Policy::automatic);
+  EXPECT_EQ(gfx90a.route(vllm_prefill(true, 128)).kind, RouteKind::aiter);  // no v3 kernel there
+  Router unknown(caps_for("0.1.12"), Policy::automatic);
+  const Route& u = unknown.route(vllm_prefill(true, 128));
+  EXPECT_NE(u.kind, RouteKind::aiter);
+  EXPECT_TRUE(any_reason(u, "assumed"));
+}
+
+TEST(Router, CpuTensorsGoToTheReferenceKernels) {
+  Router router(caps_for("0.1.20.post1", "gfx942"), Policy::automatic);
+  CallFeatures f = vllm_prefill(true);
+  f.device = DeviceKind::cpu;
+  const Route& r = router.route(f);
+  EXPECT_EQ(r.kind, RouteKind::fallback_cpu);
+  EXPECT_TRUE(any_reason(r, "AITer runs on AMD GPUs (ROCm); the tensors are on cpu"));
+  f.dropout = true;
+  f.nondefault |= bit(f.op, "dropout_p");
+  const Route& d = router.route(f);
+  EXPECT_EQ(d.kind, RouteKind::refused);
+  EXPECT_TRUE(any_reason(d, "dropout_p is not supported"));
+}
+
+TEST(Router, PoliciesChangeTheChoice) {
+  CallFeatures f = vllm_prefill(false);
+  f.device = DeviceKind::rocm;
+  Router only(caps_for("0.1.9.post1", "gfx942"), Policy::aiter_only);
+  CallFeatures cpu = f;
+  cpu.device = DeviceKind::cpu;
+  cpu.dtype = DType::f32;
+  const Route& r = only.route(cpu);
+  EXPECT_EQ(r.kind, RouteKind::refused);
+  EXPECT_TRUE(any_reason(r, "policy aiter-only"));
+  Router prefer(caps_for("0.1.9.post1", "gfx942"), Policy::prefer_fallback);
+  EXPECT_EQ(prefer.route(f).kind, RouteKind::aiter);  // no GPU fallback, so AITer still serves
+  EXPECT_EQ(prefer.route(cpu).kind, RouteKind::fallback_cpu);
+  EXPECT_EQ(parse_policy("prefer-fallback"), Policy::prefer_fallback);
+  EXPECT_FALSE(parse_policy("fastest"));
+}
+
+TEST(Router, UnifiedAttentionNonCausalIsNotSentToAiter) {
+  Router router(caps_for("0.1.15.post1", "gfx942"), Policy::automatic);
+  CallFeatures f;
+  f.op = OpId::unified_attention;
+  f.dtype = DType::bf16;
+  f.device = DeviceKind::rocm;
+  f.head_dim_qk = f.head_dim_v = 64;
+  f.causal = false;
+  const Route& r = router.route(f);
+  EXPECT_NE(r.kind, RouteKind::aiter);
+  EXPECT_TRUE(any_reason(r, "quirk unified-attention-causal-only"));
+  f.causal = true;
+  EXPECT_EQ(router.route(f).kind, RouteKind::aiter);
+}
+
+TEST(Router, DecidesOncePerFeatureSetAcrossThreads) {
+  Router router(caps_for("0.1.12", "gfx942"), Policy::automatic);
+  std::vector<const Route*> seen(16);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) threads.emplace_back([&, t] { seen[t] = &router.route(vllm_prefill(true)); });
+  for (auto& t : threads) t.join();
+  for (const Route* r : seen) EXPECT_EQ(r, seen[0]);
+  EXPECT_EQ(router.decided().size(), 1u);
+}
