@@ -108,8 +108,9 @@ std::string to_string(RouteKind k) {
 Capabilities Capabilities::from_report(const ProbeReport& report, const CompatMatrix& matrix) {
   Capabilities c;
   c.aiter_found = report.aiter.found && !report.aiter.foreign;
-  c.aiter_label = "aiter " + (report.aiter.version.empty() ? std::string("(version unknown)") : report.aiter.version) +
-                  (report.aiter.path.empty() ? "" : " at " + report.aiter.path);
+  c.aiter_label = !report.aiter.found          ? std::string("aiter (not installed)")
+                  : report.aiter.version.empty() ? "aiter (version unknown) at " + report.aiter.path
+                                                 : "aiter " + report.aiter.version + " at " + report.aiter.path;
   if (report.aiter.foreign) c.aiter_problem = report.aiter.reason;
   if (auto it = report.channels.find("live"); it != report.channels.end() && it->second.import_error)
     c.aiter_problem = "import aiter failed: " + it->second.import_error->error;

@@ -12,6 +12,8 @@ sys.path.insert(0, os.path.join(SOURCE, "tests", "fixtures"))
 import make_fixture  # noqa: E402
 
 MATRIX_PATH = os.path.join(SOURCE, "compat_matrix.yaml")
+BUILD_PYTHON = os.environ.get("AITER_COMPAT_PYTHONPATH", os.path.join(SOURCE, "build", "python"))
+sys.path.insert(0, BUILD_PYTHON)  # the aiter_compat module as built
 
 
 def cli_path():

@@ -63,7 +63,7 @@ def test_check_matrix_shows_a_readable_diff(cli, fixture_pkg):
     with open(mha) as f:
         text = f.read()
     with open(mha, "w") as f:  # a stale wheel: flash_attn_varlen_func without sink_ptr
-        f.write(text.replace(", sink_ptr=None):\n    return _record('flash_attn_varlen_func'",
+        f.write(text.replace(", sink_ptr=_NOT_PASSED):\n    return _record('flash_attn_varlen_func'",
                              "):\n    return _record('flash_attn_varlen_func'"))
     proc = cli.run("probe", "--aiter-root", site, "--check-matrix")
     assert proc.returncode == 4, proc.stdout

@@ -1,0 +1,31 @@
+"""aiter_compat: AITer's attention entry points that work on every AITer release.
+
+    from aiter_compat import flash_attn_varlen_func   # instead of: from aiter import ...
+
+Each call goes to AITer by keyword (only the parameters the installed release accepts) when it
+can serve the call correctly, to a bundled fallback kernel when it cannot, or raises
+AiterCompatError listing every candidate route and why it was refused; never a TypeError from
+a keyword an old release lacks, never a result that silently ignored the sinks.
+
+probe() describes the install, routes() shows the decisions so far, explain(name, **call) shows
+the decision for a call without running it. AITER_COMPAT_POLICY (auto, prefer-fallback,
+aiter-only) or set_policy() chooses between AITer and the fallbacks.
+"""
+from ._aiter_compat import (  # noqa: F401
+    AiterCompatError,
+    explain,
+    flash_attn_func,
+    flash_attn_varlen_func,
+    get_policy,
+    paged_attention_decode,
+    probe,
+    reset,
+    routes,
+    set_policy,
+    unified_attention,
+)
+
+__all__ = [
+    "AiterCompatError", "explain", "flash_attn_func", "flash_attn_varlen_func", "get_policy",
+    "paged_attention_decode", "probe", "reset", "routes", "set_policy", "unified_attention",
+]

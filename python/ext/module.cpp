@@ -1,0 +1,236 @@
+// _aiter_compat: AITer's attention entry points with AITer's newest signatures, dispatched per
+// call to AITer (by keyword, only what the install accepts), a fallback kernel, or a clear error.
+#include "py_ref.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "aiter_compat/probe/render.hpp"
+#include "aiter_compat/shim/errors.hpp"
+#include "call_binding.hpp"
+#include "dispatch_state.hpp"
+#include "run_fallback.hpp"
+
+namespace aiter_compat::py {
+namespace {
+
+PyObject* g_error = nullptr;  // aiter_compat.AiterCompatError
+
+void set_attr(PyObject* exc, const char* name, PyObject* owned) {
+  if (owned) PyObject_SetAttrString(exc, name, owned);
+  Py_XDECREF(owned);
+  PyErr_Clear();
+}
+
+PyObject* raise_argument_error(const ArgumentError& e) {
+  Ref exc(PyObject_CallFunction(g_error, "s", e.what()));
+  if (!exc) return nullptr;
+  set_attr(exc.get(), "argument", PyUnicode_FromString(e.argument.c_str()));
+  set_attr(exc.get(), "found", PyUnicode_FromString(e.found.c_str()));
+  set_attr(exc.get(), "needed", PyUnicode_FromString(e.needed.c_str()));
+  PyErr_SetObject(g_error, exc.get());
+  return nullptr;
+}
+
+PyObject* candidates_list(const std::vector<Candidate>& cands) {
+  PyObject* list = PyList_New(0);
+  for (const auto& c : cands) {
+    PyObject* reasons = PyList_New(0);
+    for (const auto& r : c.reasons) {
+      PyObject* s = PyUnicode_FromString(r.c_str());
+      PyList_Append(reasons, s);
+      Py_DECREF(s);
+    }
+    PyObject* d = Py_BuildValue("{s:s,s:O,s:N}", "name", c.name.c_str(), "accepted", c.accepted ? Py_True : Py_False,
+                                "reasons", reasons);
+    PyList_Append(list, d);
+    Py_DECREF(d);
+  }
+  return list;
+}
+
+PyObject* rows_list(const std::vector<std::pair<std::string, std::string>>& rows) {
+  PyObject* list = PyList_New(0);
+  for (const auto& [k, v] : rows) {
+    PyObject* t = Py_BuildValue("(ss)", k.c_str(), v.c_str());
+    PyList_Append(list, t);
+    Py_DECREF(t);
+  }
+  return list;
+}
+
+PyObject* raise_route_error(const RouteError& e) {
+  Ref exc(PyObject_CallFunction(g_error, "s", e.what()));
+  if (!exc) return nullptr;
+  set_attr(exc.get(), "candidates", candidates_list(e.candidates));
+  set_attr(exc.get(), "inputs", rows_list(e.inputs));
+  PyErr_SetObject(g_error, exc.get());
+  return nullptr;
+}
+
+// Runs `body`, turning our C++ errors into AiterCompatError.
+template <typename F>
+PyObject* guarded(F&& body) {
+  try {
+    return body();
+  } catch (const ArgumentError& e) {
+    return raise_argument_error(e);
+  } catch (const RouteError& e) {
+    return raise_route_error(e);
+  } catch (const PythonErrorSet&) {
+    return nullptr;
+  } catch (const std::exception& e) {
+    PyErr_Format(g_error, "internal error: %s", e.what());
+    return nullptr;
+  }
+}
+
+PyObject* call_aiter(const BoundCall& call, const CallFeatures& f, const Route& route) {
+  DispatchState& state = DispatchState::get();
+  const AiterBinding* b = state.aiter_binding(route, f);
+  if (!b) throw PythonErrorSet{};
+  PyObject* argv[kMaxParams];
+  Ref adapted;
+  for (size_t k = 0; k < b->params.size(); ++k) argv[k] = call.values[b->params[k]];
+  if (b->window_param >= 0) {
+    // vLLM passes (left, right); releases from 0.1.8 want (left, right, sink_size), older ones two.
+    PyObject* w = argv[b->window_param];
+    PyObject* left = PySequence_GetItem(w, 0);
+    PyObject* right = PySequence_GetItem(w, 1);
+    adapted = Ref(route.window_arity == 3 ? Py_BuildValue("(NNi)", left, right, 0) : Py_BuildValue("(NN)", left, right));
+    if (!adapted) throw PythonErrorSet{};
+    argv[b->window_param] = adapted.get();
+  }
+  return PyObject_Vectorcall(b->function.get(), argv, 0, b->kwnames.get());
+}
+
+PyObject* dispatch(OpId op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&]() -> PyObject* {
+    BoundCall call;
+    bind(signature(op), args, nargs, kwnames, &call);
+    CallFeatures f = features_of(call);
+    DispatchState& state = DispatchState::get();
+    const Route& route = state.router().route(f);
+    if (route.kind == RouteKind::aiter) return call_aiter(call, f, route);
+    state.note_route(route, f);
+    if (route.kind == RouteKind::refused) throw RouteError(to_string(op), f.describe(), route.candidates);
+    return run_fallback(call, f, route).release();
+  });
+}
+
+#define ENTRY(op)                                                                                  \
+  PyObject* entry_##op(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {  \
+    return dispatch(OpId::op, args, nargs, kwnames);                                               \
+  }
+ENTRY(flash_attn_varlen_func)
+ENTRY(flash_attn_func)
+ENTRY(unified_attention)
+ENTRY(paged_attention_decode)
+#undef ENTRY
+
+PyObject* json_to_python(const nlohmann::json& j) {
+  Ref json_module(PyImport_ImportModule("json"));
+  if (!json_module) return nullptr;
+  return PyObject_CallMethod(json_module.get(), "loads", "s", j.dump().c_str());
+}
+
+PyObject* route_dict(const CallFeatures& f, const Route& r) {
+  return Py_BuildValue("{s:s,s:s,s:s,s:N,s:N}", "op", to_string(f.op).c_str(), "route", to_string(r.kind).c_str(),
+                       "target", r.target.c_str(), "features", rows_list(f.describe()), "candidates",
+                       candidates_list(r.candidates));
+}
+
+PyObject* api_probe(PyObject*, PyObject*) {
+  return guarded([] { return json_to_python(to_json(DispatchState::get().report())); });
+}
+
+PyObject* api_routes(PyObject*, PyObject*) {
+  return guarded([]() -> PyObject* {
+    PyObject* list = PyList_New(0);
+    for (const auto& [f, r] : DispatchState::get().router().decided()) {
+      PyObject* d = route_dict(f, r);
+      PyList_Append(list, d);
+      Py_DECREF(d);
+    }
+    return list;
+  });
+}
+
+PyObject* api_explain(PyObject*, PyObject* args, PyObject* kwargs) {
+  return guarded([&]() -> PyObject* {
+    const char* name = nullptr;
+    if (!PyArg_ParseTuple(args, "s", &name)) throw PythonErrorSet{};
+    for (const auto& sig : all_signatures()) {
+      if (sig.name != name) continue;
+      BoundCall call;
+      bind_kwargs(sig, kwargs, &call);
+      CallFeatures f = features_of(call);
+      return route_dict(f, DispatchState::get().router().decide(f));
+    }
+    throw ArgumentError("name", std::string("'") + name + "'",
+                        "flash_attn_varlen_func, flash_attn_func, unified_attention or paged_attention_decode");
+  });
+}
+
+PyObject* api_set_policy(PyObject*, PyObject* arg) {
+  return guarded([&]() -> PyObject* {
+    const char* text = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : nullptr;
+    auto policy = text ? parse_policy(text) : std::nullopt;
+    if (!policy) throw ArgumentError("policy", text ? std::string("'") + text + "'" : "a non-string",
+                                     "'auto', 'prefer-fallback' or 'aiter-only'");
+    DispatchState::reset(policy);
+    Py_RETURN_NONE;
+  });
+}
+
+PyObject* api_get_policy(PyObject*, PyObject*) {
+  return guarded([] { return PyUnicode_FromString(to_string(DispatchState::get().router().policy()).c_str()); });
+}
+
+PyObject* api_reset(PyObject*, PyObject*) {
+  DispatchState::reset(std::nullopt);
+  Py_RETURN_NONE;
+}
+
+#define VECTORCALL(f) reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(f))
+PyMethodDef methods[] = {
+    {"flash_attn_varlen_func", VECTORCALL(entry_flash_attn_varlen_func), METH_FASTCALL | METH_KEYWORDS,
+     "AITer's flash_attn_varlen_func (newest signature), routed to AITer or a fallback."},
+    {"flash_attn_func", VECTORCALL(entry_flash_attn_func), METH_FASTCALL | METH_KEYWORDS,
+     "AITer's flash_attn_func (newest signature), routed to AITer or a fallback."},
+    {"unified_attention", VECTORCALL(entry_unified_attention), METH_FASTCALL | METH_KEYWORDS,
+     "AITer's unified_attention (newest signature), routed to AITer or a fallback."},
+    {"paged_attention_decode", VECTORCALL(entry_paged_attention_decode), METH_FASTCALL | METH_KEYWORDS,
+     "paged_attention_decode(q, k_cache, v_cache, block_table, seqused_k, softmax_scale=None, "
+     "window_size=(-1, -1), sinks=None, out=None, return_lse=False, cu_seqlens_q=None): decode (or extend) "
+     "over vLLM's NHD paged cache with learned sinks."},
+    {"probe", api_probe, METH_NOARGS, "The probe's report of the install, as a dict."},
+    {"routes", api_routes, METH_NOARGS, "The routes decided so far, with their features and candidates."},
+    {"explain", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(api_explain)), METH_VARARGS | METH_KEYWORDS,
+     "explain(name, **call): the route and every reason for a call, without running it."},
+    {"set_policy", api_set_policy, METH_O, "set_policy('auto' | 'prefer-fallback' | 'aiter-only')"},
+    {"get_policy", api_get_policy, METH_NOARGS, "The routing policy in force."},
+    {"reset", api_reset, METH_NOARGS, "Forget the probe and every route; the next call probes again."},
+    {nullptr, nullptr, 0, nullptr}};
+#undef VECTORCALL
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_aiter_compat", nullptr, -1, methods};
+
+}  // namespace
+}  // namespace aiter_compat::py
+
+PyMODINIT_FUNC PyInit__aiter_compat() {
+  using namespace aiter_compat::py;
+  PyObject* m = PyModule_Create(&module_def);
+  if (!m) return nullptr;
+  g_error = PyErr_NewExceptionWithDoc("aiter_compat.AiterCompatError",
+                                      "A call aiter-compat cannot run correctly: a bad argument (argument, found, "
+                                      "needed) or no route (inputs, candidates with their reasons).",
+                                      PyExc_RuntimeError, nullptr);
+  if (!g_error || PyModule_AddObject(m, "AiterCompatError", g_error) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  Py_INCREF(g_error);
+  init_call_binding();
+  return m;
+}

@@ -1,0 +1,160 @@
+#include "run_fallback.hpp"
+
+#include <cmath>
+
+#include "aiter_compat/shim/errors.hpp"
+#include "aiter_compat/shim/validate.hpp"
+#include "reference_attention.hpp"
+#include "tensor_bridge.hpp"
+
+namespace aiter_compat::py {
+namespace {
+
+int64_t as_int(const BoundCall& c, const char* name, int64_t fallback) {
+  PyObject* v = c.value(name);
+  if (!v || v == Py_None) return fallback;
+  long long x = PyLong_AsLongLong(v);
+  if (x == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw ArgumentError(name, std::string("a ") + Py_TYPE(v)->tp_name, "an integer");
+  }
+  return x;
+}
+
+double as_float(const BoundCall& c, const char* name) {
+  PyObject* v = c.value(name);
+  if (!v || v == Py_None) return 0.0;
+  double d = PyFloat_AsDouble(v);
+  if (d == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw ArgumentError(name, std::string("a ") + Py_TYPE(v)->tp_name, "a number");
+  }
+  return d;
+}
+
+Window window(const BoundCall& c) {
+  Window w;
+  PyObject* v = c.value("window_size");
+  if (!v || v == Py_None) return w;
+  Ref seq(PySequence_Fast(v, "window_size"));
+  if (!seq) throw PythonErrorSet{};
+  auto item = [&](Py_ssize_t i) { return PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq.get(), i)); };
+  w.left = item(0);
+  w.right = item(1);
+  if (PySequence_Fast_GET_SIZE(seq.get()) == 3) w.sink_size = item(2);
+  return w;
+}
+
+// The CPU kernels run without the GIL: other Python threads go on meanwhile.
+template <typename F>
+void without_gil(F&& f) {
+  Py_BEGIN_ALLOW_THREADS
+  f();
+  Py_END_ALLOW_THREADS
+}
+
+Ref varlen(const BoundCall& c, const CallFeatures& f) {
+  ImportedTensors t;
+  VarlenArgs a;
+  a.batch_layout = f.op == OpId::flash_attn_func;
+  PyObject* q = c.value("q");
+  a.q = t.add("q", q);
+  a.k = t.add("k", c.value("k"));
+  a.v = t.add("v", c.value("v"));
+  if (!a.batch_layout) {
+    a.cu_seqlens_q = t.add("cu_seqlens_q", c.value("cu_seqlens_q"));
+    a.cu_seqlens_k = t.add("cu_seqlens_k", c.value("cu_seqlens_k"));
+    a.max_seqlen_q = as_int(c, "max_seqlen_q", 0);
+    a.max_seqlen_k = as_int(c, "max_seqlen_k", 0);
+  }
+  a.sinks = t.add("sink_ptr", c.value("sink_ptr"));
+  a.softmax_scale = as_float(c, "softmax_scale");
+  a.causal = f.causal;
+  a.window = window(c);
+  a.dropout_p = as_float(c, "dropout_p");
+  a.softcap = as_float(c, "logits_soft_cap");
+  Ref out = Ref::borrow(c.value("out") == Py_None ? nullptr : c.value("out"));
+  if (a.q.ndim != (a.batch_layout ? 4 : 3)) validate_varlen(a, false);  // names the bad shape
+  std::vector<int64_t> out_shape(a.q.shape, a.q.shape + a.q.ndim);
+  out_shape.back() = a.v.shape[a.v.ndim - 1];
+  if (!out) out = empty_like(q, out_shape, false);
+  a.out = t.add("out", out.get());
+  Ref lse;
+  if (f.return_lse) {
+    std::vector<int64_t> shape = a.batch_layout ? std::vector<int64_t>{a.q.shape[0], a.q.shape[2], a.q.shape[1]}
+                                                : std::vector<int64_t>{a.q.shape[1], a.q.shape[0]};
+    lse = empty_like(q, shape, true);
+    a.lse = t.add("lse", lse.get());
+  }
+  validate_varlen(a, true);
+  without_gil([&] { cpu::varlen_attention(a); });
+  if (!lse) return out;
+  return check(PyTuple_Pack(2, out.get(), lse.get()));
+}
+
+Ref paged(const BoundCall& c, const CallFeatures& f) {
+  ImportedTensors t;
+  PagedArgs a;
+  const bool decode = f.op == OpId::paged_attention_decode;
+  PyObject* q = c.value("q");
+  a.q = t.add("q", q);
+  a.k_cache = t.add(decode ? "k_cache" : "k", c.value(decode ? "k_cache" : "k"));
+  a.v_cache = t.add(decode ? "v_cache" : "v", c.value(decode ? "v_cache" : "v"));
+  a.seqused_k = t.add("seqused_k", c.value("seqused_k"));
+  a.block_table = t.add("block_table", c.value("block_table"));
+  a.sinks = t.add("sinks", c.value("sinks"));
+  a.softmax_scale = as_float(c, "softmax_scale");
+  a.causal = f.causal;
+  a.window = window(c);
+  a.softcap = as_float(c, "softcap");
+  std::vector<int32_t> arange;  // decode without cu_seqlens_q: one query token per sequence
+  if (c.given_not_none("cu_seqlens_q")) {
+    a.cu_seqlens_q = t.add("cu_seqlens_q", c.value("cu_seqlens_q"));
+    a.max_seqlen_q = as_int(c, "max_seqlen_q", decode ? INT32_MAX : 0);
+  } else {
+    int64_t batch = a.q.ndim > 0 ? a.q.shape[0] : 0;
+    arange.resize(static_cast<size_t>(batch + 1));
+    for (int64_t i = 0; i <= batch; ++i) arange[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    a.cu_seqlens_q.data = arange.data();
+    a.cu_seqlens_q.dtype = DType::i32;
+    a.cu_seqlens_q.raw_dtype = {kDLInt, 32, 1};
+    a.cu_seqlens_q.device = a.q.device;
+    a.cu_seqlens_q.device_id = a.q.device_id;
+    a.cu_seqlens_q.ndim = 1;
+    a.cu_seqlens_q.shape[0] = batch + 1;
+    a.cu_seqlens_q.strides[0] = 1;
+    a.max_seqlen_q = 1;
+  }
+  a.max_seqlen_k = decode ? -1 : as_int(c, "max_seqlen_k", 0);
+  if (!decode) a.max_seqlen_q = as_int(c, "max_seqlen_q", 0);
+  Ref out = Ref::borrow(c.value("out") == Py_None ? nullptr : c.value("out"));
+  if (a.q.ndim != 3 || a.v_cache.ndim != 4) validate_paged(a, false);
+  if (!out) out = empty_like(q, {a.q.shape[0], a.q.shape[1], a.v_cache.shape[3]}, false);
+  a.out = t.add("out", out.get());
+  Ref lse;
+  if (f.return_lse) {
+    lse = empty_like(q, {a.q.shape[1], a.q.shape[0]}, true);
+    a.lse = t.add("lse", lse.get());
+  }
+  validate_paged(a, true);
+  without_gil([&] { cpu::paged_attention(a); });
+  if (!decode) return Ref::borrow(Py_None);
+  if (!lse) return out;
+  return check(PyTuple_Pack(2, out.get(), lse.get()));
+}
+
+}  // namespace
+
+Ref run_fallback(const BoundCall& call, const CallFeatures& f, const Route& route) {
+  if (route.kind == RouteKind::fallback_gpu)
+    throw RouteError(to_string(f.op), f.describe(), {{route.target, false, {"GPU kernels are not built in"}}});
+  switch (f.op) {
+    case OpId::flash_attn_varlen_func:
+    case OpId::flash_attn_func: return varlen(call, f);
+    case OpId::unified_attention:
+    case OpId::paged_attention_decode: return paged(call, f);
+  }
+  return Ref::borrow(Py_None);
+}
+
+}  // namespace aiter_compat::py

@@ -1,0 +1,27 @@
+#pragma once
+// Tensors in and out of the fallback routes through DLPack: any object with __dlpack__ (torch,
+// numpy, cupy) becomes a TensorView while its capsule is held; outputs are made by the input's
+// own framework so callers get back the kind of tensor they passed.
+#include "py_ref.hpp"
+
+#include <string>
+#include <vector>
+
+#include "aiter_compat/shim/tensor.hpp"
+
+namespace aiter_compat::py {
+
+class ImportedTensors {
+ public:
+  // Exports obj through __dlpack__ and keeps the capsule until this object dies. None gives an
+  // undefined view. Throws ArgumentError naming `name` when obj cannot be exported.
+  TensorView add(const char* name, PyObject* obj);
+
+ private:
+  std::vector<Ref> capsules_;
+};
+
+// A new uninitialised tensor of `like`'s framework and device: like's dtype, or float32.
+Ref empty_like(PyObject* like, const std::vector<int64_t>& shape, bool float32);
+
+}  // namespace aiter_compat::py

@@ -1,0 +1,136 @@
+"""CPU tensors run on the reference kernels: every op against the independent reference on
+fresh random inputs, over shapes and edge cases."""
+import numpy as np
+import pytest
+
+import aiter_compat
+from attention_reference import attention
+
+RNG = np.random.default_rng()
+TOL = {np.float32: 2e-5, np.float16: 2e-3}
+
+
+def ragged(q_lens, k_lens, hq, hk, d, dv, dtype):
+    cu_q = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(k_lens)]).astype(np.int32)
+    q = RNG.standard_normal((cu_q[-1], hq, d)).astype(dtype)
+    k = RNG.standard_normal((cu_k[-1], hk, d)).astype(dtype)
+    v = RNG.standard_normal((cu_k[-1], hk, dv)).astype(dtype)
+    return q, k, v, cu_q, cu_k
+
+
+VARLEN_CASES = [
+    # q_lens, k_lens, hq, hk, d, causal, window, sinks
+    ([5, 1, 7], [5, 9, 7], 8, 2, 16, True, (-1, -1), "random"),
+    ([3, 4], [6, 4], 4, 4, 8, False, (-1, -1), "random"),
+    ([9], [9], 8, 1, 64, True, (3, 0), "random"),
+    ([6], [10], 2, 1, 8, False, (2, 1), None),
+    ([4], [4], 2, 2, 8, True, (100, 0), "random"),          # window wider than the context
+    ([1, 1, 1], [1, 5, 3], 4, 2, 8, True, (-1, -1), "random"),  # length-1 queries
+    ([0, 3, 0], [0, 3, 2], 2, 1, 8, True, (-1, -1), "random"),  # empty sequences
+    ([3], [0], 2, 1, 8, False, (-1, -1), "random"),            # no keys: sink only
+    ([4], [4], 2, 1, 8, True, (-1, -1), "large"),              # sinks of 1e4
+    ([4], [4], 2, 1, 8, True, (-1, -1), "-inf"),               # -inf: no sink
+    ([2, 3], [2, 3], 64, 8, 64, True, (127, 0), "random"),     # GPT-OSS shape
+    ([3], [3], 4, 2, 128, True, (-1, -1), "random"),           # head dim 128
+]
+
+
+def sinks_of(kind, hq):
+    if kind is None:
+        return None
+    if kind == "large":
+        return np.full(hq, 1e4, np.float32)
+    if kind == "-inf":
+        return np.full(hq, -np.inf, np.float32)
+    return RNG.standard_normal(hq).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", range(len(VARLEN_CASES)))
+def test_varlen(case, dtype):
+    q_lens, k_lens, hq, hk, d, causal, window, sink_kind = VARLEN_CASES[case]
+    q, k, v, cu_q, cu_k = ragged(q_lens, k_lens, hq, hk, d, d, dtype)
+    sinks = sinks_of(sink_kind, hq)
+    out = np.full((cu_q[-1], hq, d), np.nan, dtype)  # poisoned: every element must be written
+    res, lse = aiter_compat.flash_attn_varlen_func(
+        q, k, v, cu_q, cu_k, max(q_lens), max(k_lens), causal=causal, window_size=window, sink_ptr=sinks,
+        return_lse=True, out=out)
+    assert res is out
+    scale = d ** -0.5
+    for b in range(len(q_lens)):
+        qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        want, want_lse = attention(q[qs], k[ks], v[ks], scale, causal, window, sinks)
+        np.testing.assert_allclose(out[qs], want, atol=TOL[dtype], rtol=0)
+        np.testing.assert_allclose(lse[:, qs], want_lse, rtol=1e-5, atol=1e-5)
+
+
+def test_varlen_allocates_numpy_output_and_honours_scale_and_softcap():
+    q, k, v, cu_q, cu_k = ragged([4, 2], [4, 5], 4, 2, 8, 8, np.float32)
+    out = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 4, 5, softmax_scale=0.3, logits_soft_cap=2.0)
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == q.shape
+    want, _ = attention(q[0:4], k[0:4], v[0:4], 0.3, False, softcap=2.0)
+    np.testing.assert_allclose(out[0:4], want, atol=2e-5)
+
+
+def test_flash_attn_func_batch_layout():
+    b, sq, sk, hq, hk, d = 2, 5, 7, 4, 2, 16
+    q = RNG.standard_normal((b, sq, hq, d)).astype(np.float32)
+    k = RNG.standard_normal((b, sk, hk, d)).astype(np.float32)
+    v = RNG.standard_normal((b, sk, hk, d)).astype(np.float32)
+    sinks = RNG.standard_normal(hq).astype(np.float32)
+    out, lse = aiter_compat.flash_attn_func(q, k, v, causal=True, sink_ptr=sinks, return_lse=True)
+    assert out.shape == (b, sq, hq, d) and lse.shape == (b, hq, sq)
+    for i in range(b):
+        want, want_lse = attention(q[i], k[i], v[i], d ** -0.5, True, sink=sinks)
+        np.testing.assert_allclose(out[i], want, atol=2e-5)
+        np.testing.assert_allclose(lse[i], want_lse, rtol=1e-5)
+
+
+def paged_case(ctx, qlen, hq, hk, d, block_size, dtype=np.float32):
+    nblk = [(c + block_size - 1) // block_size for c in ctx]
+    total_blocks = sum(nblk) + 3
+    perm = RNG.permutation(total_blocks)
+    table = np.zeros((len(ctx), max(nblk)), np.int32)
+    start = 0
+    for b, n in enumerate(nblk):
+        table[b, :n] = perm[start:start + n]
+        start += n
+    kc = RNG.standard_normal((total_blocks, block_size, hk, d)).astype(dtype)
+    vc = RNG.standard_normal((total_blocks, block_size, hk, d)).astype(dtype)
+    cu_q = np.concatenate([[0], np.cumsum(qlen)]).astype(np.int32)
+    q = RNG.standard_normal((cu_q[-1], hq, d)).astype(dtype)
+
+    def contiguous(cache, b):
+        rows = [cache[table[b, j // block_size], j % block_size] for j in range(ctx[b])]
+        return np.stack(rows) if rows else np.zeros((0, hk, d), dtype)
+    return q, kc, vc, table, np.array(ctx, np.int32), cu_q, contiguous
+
+
+@pytest.mark.parametrize("block_size", [1, 16, 32])
+@pytest.mark.parametrize("window", [(-1, -1), (5, 0)])
+def test_unified_attention_paged_prefill_extend_decode(block_size, window):
+    ctx, qlen = [13, 1, 20, 40], [13, 1, 3, 1]
+    q, kc, vc, table, used, cu_q, contiguous = paged_case(ctx, qlen, 8, 2, 16, block_size)
+    sinks = RNG.standard_normal(8).astype(np.float32)
+    out = np.full(q.shape, np.nan, np.float32)
+    res = aiter_compat.unified_attention(q, kc, vc, out, cu_q, max(qlen), used, max(ctx), 0.25, True, window,
+                                         table, 0, None, None, None, sinks=sinks)
+    assert res is None  # written in place, as AITer's does
+    for b in range(len(ctx)):
+        qs = slice(cu_q[b], cu_q[b + 1])
+        want, _ = attention(q[qs], contiguous(kc, b), contiguous(vc, b), 0.25, True, window, sinks)
+        np.testing.assert_allclose(out[qs], want, atol=2e-5)
+
+
+def test_paged_attention_decode_with_sinks_and_lse():
+    ctx = [1, 17, 64]
+    q, kc, vc, table, used, _, contiguous = paged_case(ctx, [1, 1, 1], 64, 8, 64, 16)
+    sinks = RNG.standard_normal(64).astype(np.float32)
+    out, lse = aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=0.125,
+                                                   window_size=(127, 0), sinks=sinks, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (64, 3)
+    for b in range(3):
+        want, want_lse = attention(q[b:b + 1], contiguous(kc, b), contiguous(vc, b), 0.125, True, (127, 0), sinks)
+        np.testing.assert_allclose(out[b:b + 1], want, atol=2e-5)
+        np.testing.assert_allclose(lse[:, b:b + 1], want_lse, rtol=1e-5)
