@@ -101,7 +101,7 @@ WindowValue window_of(PyObject* v) {
   return w;
 }
 
-bool is_neutral(const ParamSpec& p, PyObject* v) {
+bool is_neutral(const ParamSpec& p, PyObject* v, const WindowValue& window) {
   switch (p.default_kind) {
     case DefaultKind::value: return false;
     case DefaultKind::none: return v == Py_None;
@@ -115,10 +115,7 @@ bool is_neutral(const ParamSpec& p, PyObject* v) {
       }
       return d == 0.0;
     }
-    case DefaultKind::window: {
-      WindowValue w = window_of(v);
-      return w.left < 0 && w.right < 0 && w.sink_size == 0;
-    }
+    case DefaultKind::window: return window.left < 0 && window.right < 0 && window.sink_size == 0;
     case DefaultKind::other: return false;
   }
   return false;
@@ -190,7 +187,8 @@ TensorMeta tensor_meta(const char* name, PyObject* obj) {
     PyErr_Clear();
     bad(name, "a " + type_name(obj), "a tensor with shape, dtype and __dlpack_device__ (torch, numpy, cupy)");
   }
-  Ref dims(PySequence_Fast(shape.get(), "shape"));
+  // torch.Size and numpy shapes are tuples: read them in place; other sequences are converted.
+  Ref dims = PyTuple_Check(shape.get()) ? shape : Ref(PySequence_Fast(shape.get(), "shape"));
   if (!dims) {
     PyErr_Clear();
     bad(name, "a shape that is no sequence", "a tensor");
@@ -266,7 +264,7 @@ CallFeatures features_of(const BoundCall& call) {
   if (PyObject* r = call.value("return_attn_probs")) f.return_attn_probs = truthy("return_attn_probs", r);
   for (const char* d : {"q_descale", "k_descale", "v_descale", "q_scales"}) f.descale = f.descale || call.given_not_none(d);
   for (size_t i = 0; i < sig.params.size(); ++i)
-    if (call.values[i] && !is_neutral(sig.params[i], call.values[i])) f.nondefault |= 1u << i;
+    if (call.values[i] && !is_neutral(sig.params[i], call.values[i], w)) f.nondefault |= 1u << i;
   return f;
 }
 
