@@ -5,5 +5,6 @@ namespace aiter_compat::embedded {
 
 extern const char compat_matrix_yaml[];
 extern const char aiter_introspect_py[];
+extern const char capi_glue_py[];
 
 }  // namespace aiter_compat::embedded

@@ -174,6 +174,8 @@ Candidate Router::aiter_candidate(const CallFeatures& f, Route* r) const {
       c.reasons.push_back(sig.aiter_name + " takes no " + p.name + first_in(p.name) +
                           (p.required ? "" : ", and this call sets it"));
   }
+  if (f.return_lse && !contains(e.params, "return_lse"))
+    c.reasons.push_back(sig.aiter_name + " returns no LSE, and this call asks for it");
   if (f.window_arity > 0 && e.window_arity == 2 && f.window_sink_size)
     c.reasons.push_back("window_size takes (left, right) in this release; sink_size > 0 needs a 3-value window");
   if (r) r->window_arity = e.window_arity.value_or(0);

@@ -1,0 +1,42 @@
+# Runs inside the C API's embedded interpreter: turns the caller's DLTensors into the tensors
+# AITer's Python entry points take, and calls them by keyword.
+import importlib
+import importlib.util
+
+
+class Borrowed:
+    """A caller's tensor, exported once through DLPack; shape and dtype for readers that look."""
+
+    def __init__(self, capsule, device, shape, dtype):
+        self._capsule, self._device, self.shape, self.dtype = capsule, device, shape, dtype
+
+    def __dlpack__(self, stream=None):
+        capsule, self._capsule = self._capsule, None
+        return capsule
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def torch_available():
+    return importlib.util.find_spec("torch") is not None
+
+
+def tensor(capsule, device, shape, dtype):
+    borrowed = Borrowed(capsule, device, shape, dtype)
+    try:
+        import torch
+    except ImportError:
+        return borrowed
+    return torch.from_dlpack(borrowed)
+
+
+def call(module, name, kwargs, lse_out):
+    result = getattr(importlib.import_module(module), name)(**kwargs)
+    if lse_out is not None:
+        lse = result[1]
+        if hasattr(lse_out, "copy_"):
+            lse_out.copy_(lse)
+        else:
+            lse_out[...] = lse
+    return None
