@@ -20,6 +20,7 @@ std::string machine_name(uint16_t m) {
     case EM_386: return "i386";
     case EM_PPC64: return "ppc64";
     case 224: return "amdgpu";  // EM_AMDGPU, absent from older elf.h
+    case 190: return "cuda";    // EM_CUDA
     default: return "machine " + std::to_string(m);
   }
 }
@@ -44,7 +45,14 @@ bool read_at(const unsigned char* data, size_t size, uint64_t offset, T* out) {
 
 }  // namespace
 
-ElfExports parse_elf_exports(const unsigned char* data, size_t size) {
+namespace {
+
+struct SymbolFilter {
+  bool shared_object_only;  // exports: only ET_DYN and .dynsym, default/protected visibility
+  bool functions_only;
+};
+
+ElfExports parse_symbols(const unsigned char* data, size_t size, SymbolFilter filter) {
   ElfExports r;
   if (size < EI_NIDENT || std::memcmp(data, ELFMAG, SELFMAG) != 0) {
     r.error = "not an ELF file";
@@ -65,7 +73,7 @@ ElfExports parse_elf_exports(const unsigned char* data, size_t size) {
   }
   r.machine = machine_name(eh.e_machine);
   r.machine_matches_host = eh.e_machine == host_machine();
-  if (eh.e_type != ET_DYN) {
+  if (filter.shared_object_only && eh.e_type != ET_DYN) {
     r.error = "not a shared object (ELF type " + std::to_string(eh.e_type) + ")";
     return r;
   }
@@ -83,7 +91,7 @@ ElfExports parse_elf_exports(const unsigned char* data, size_t size) {
       r.error = "truncated section table";
       return r;
     }
-    if (sh.sh_type != SHT_DYNSYM) continue;
+    if (sh.sh_type != SHT_DYNSYM && (filter.shared_object_only || sh.sh_type != SHT_SYMTAB)) continue;
     found_dynsym = true;
     Elf64_Shdr strtab;
     if (sh.sh_entsize != sizeof(Elf64_Sym) || !section(sh.sh_link, &strtab) || strtab.sh_offset > size ||
@@ -99,9 +107,10 @@ ElfExports parse_elf_exports(const unsigned char* data, size_t size) {
         return r;
       }
       unsigned bind = ELF64_ST_BIND(sym.st_info), vis = ELF64_ST_VISIBILITY(sym.st_other);
-      if (sym.st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) ||
-          (vis != STV_DEFAULT && vis != STV_PROTECTED) || sym.st_name >= strtab.sh_size)
+      if (sym.st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) || sym.st_name >= strtab.sh_size)
         continue;
+      if (filter.shared_object_only && vis != STV_DEFAULT && vis != STV_PROTECTED) continue;
+      if (filter.functions_only && ELF64_ST_TYPE(sym.st_info) != STT_FUNC) continue;
       const char* name = reinterpret_cast<const char*>(data + strtab.sh_offset + sym.st_name);
       size_t max_len = strtab.sh_size - sym.st_name;
       size_t len = strnlen(name, max_len);
@@ -110,12 +119,18 @@ ElfExports parse_elf_exports(const unsigned char* data, size_t size) {
     }
   }
   if (!found_dynsym) {
-    r.error = "no dynamic symbol table";
+    r.error = filter.shared_object_only ? "no dynamic symbol table" : "no symbol table";
     return r;
   }
   r.ok = true;
   return r;
 }
+
+}  // namespace
+
+ElfExports parse_elf_exports(const unsigned char* data, size_t size) { return parse_symbols(data, size, {true, false}); }
+
+ElfExports parse_elf_functions(const unsigned char* data, size_t size) { return parse_symbols(data, size, {false, true}); }
 
 ElfExports read_elf_exports(const std::string& path) {
   // Mapped, not read: AITer's modules can be hundreds of megabytes and only the headers and

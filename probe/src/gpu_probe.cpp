@@ -42,18 +42,6 @@ std::string loaded_path(void* handle, const char* fallback) {
   return fallback;
 }
 
-// gcnArchName sits at different offsets in the R0000 and R0600 layouts of hipDeviceProp_t; it is
-// the only field that holds a "gfx" string, so it is found by content in a generous buffer.
-std::string find_gfx_arch(const unsigned char* buf, size_t size) {
-  for (size_t i = 0; i + 4 < size; ++i) {
-    if (std::memcmp(buf + i, "gfx", 3) != 0 || (i > 0 && buf[i - 1] != 0)) continue;
-    size_t end = i + 3;
-    while (end < size && (std::isalnum(buf[end]) != 0)) ++end;
-    if (end > i + 3) return std::string(reinterpret_cast<const char*>(buf + i), end - i);
-  }
-  return {};
-}
-
 bool query_amd(void* h, DeviceReport& dev, std::string& result) {
   auto count_fn = reinterpret_cast<GetCountFn>(dlsym(h, "hipGetDeviceCount"));
   auto err_name = reinterpret_cast<ErrNameFn>(dlsym(h, "hipGetErrorName"));
@@ -74,7 +62,7 @@ bool query_amd(void* h, DeviceReport& dev, std::string& result) {
   std::memset(buf, 0, sizeof buf);
   if (props && props(buf, 0) == 0) {
     dev.name = std::string(reinterpret_cast<const char*>(buf), strnlen(reinterpret_cast<const char*>(buf), 256));
-    dev.arch = find_gfx_arch(buf, sizeof buf);
+    dev.arch = gfx_arch_from_properties(buf, sizeof buf);
   }
   result = std::to_string(count) + " device(s)";
   return true;
@@ -124,6 +112,18 @@ bool query(const RuntimeLibrary& lib, void* h, DeviceReport& dev, std::string& r
 }
 
 }  // namespace
+
+// gcnArchName sits at different offsets in the R0000 and R0600 layouts of hipDeviceProp_t; it is
+// the only field that holds a "gfx" string, so it is found by content in a generous buffer.
+std::string gfx_arch_from_properties(const unsigned char* buf, size_t size) {
+  for (size_t i = 0; i + 4 < size; ++i) {
+    if (std::memcmp(buf + i, "gfx", 3) != 0 || (i > 0 && buf[i - 1] != 0)) continue;
+    size_t end = i + 3;
+    while (end < size && (std::isalnum(buf[end]) != 0)) ++end;
+    if (end > i + 3) return std::string(reinterpret_cast<const char*>(buf + i), end - i);
+  }
+  return {};
+}
 
 DeviceReport probe_device() {
   DeviceReport dev;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "aiter_compat/probe/gpu_probe.hpp"
+#include "code_objects.hpp"
 #include "aiter_compat/probe/native_probe.hpp"
 #include "aiter_compat/probe/op_table.hpp"
 
@@ -111,6 +112,14 @@ ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
   if (options.native)
     report.native = probe_native({report.aiter.path, options.dlopen, 10000});
   if (options.device) report.device = probe_device();
+  for (const auto& family : kernel_families()) {
+    FallbackKernel k{family.name, {}, false};
+    for (const auto& object : code_objects()) {
+      k.archs.push_back(object.arch);
+      k.matches_device = k.matches_device || (report.device.present && report.device.arch == object.arch);
+    }
+    report.fallback_kernels.push_back(std::move(k));
+  }
   choose_matrix_entry(matrix, options, report.aiter);
   report.quirks = match_quirks(matrix, report);
   return report;

@@ -157,7 +157,13 @@ std::string to_text(const ProbeReport& r) {
   if (!d.present)
     for (const auto& t : d.attempts) row("device.tried", t.library + " [" + t.how + "]: " + t.result);
   for (const auto& q : r.quirks) row("quirk." + q.id, q.status + ": " + q.summary + " [" + q.why + "]");
-  if (r.fallback_kernels.empty()) row("fallback_kernels", "none built");
+  if (r.fallback_kernels.empty() || r.fallback_kernels.front().archs.empty()) row("fallback_kernels", "no GPU code objects built");
+  for (const auto& k : r.fallback_kernels) {
+    if (k.archs.empty()) continue;
+    std::string archs;
+    for (const auto& a : k.archs) archs += (archs.empty() ? "" : ", ") + a;
+    row("fallback_kernels." + k.name, archs + (k.matches_device ? " (matches this GPU)" : r.device.present ? " (none for " + r.device.arch + ")" : ""));
+  }
   for (const auto& [name, c] : r.channels) {
     std::string v = c.ran ? "ran" : "did not run: " + c.failure;
     if (!c.python_version.empty()) v += " (python " + c.python_version + ")";

@@ -35,7 +35,7 @@ std::vector<std::string> unmet_requirement(const ProbeReport& report, const std:
   for (const auto& k : report.fallback_kernels)
     if (k.matches_device) return {};
   if (!report.aiter.found) reasons.insert(reasons.begin(), "aiter: " + report.aiter.reason);
-  if (report.fallback_kernels.empty())
+  if (report.fallback_kernels.empty() || report.fallback_kernels.front().archs.empty())
     reasons.push_back("fallback kernels: none built into this aiter-compat");
   else
     reasons.push_back("fallback kernels: none built for " +

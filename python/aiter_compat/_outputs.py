@@ -13,3 +13,15 @@ def empty_like(like, shape, float32):
             return cupy.empty(shape, dtype="float32" if float32 else like.dtype)
     import numpy
     return numpy.empty(shape, dtype=numpy.float32 if float32 else like.dtype)
+
+
+def current_stream(like):
+    """The stream the caller's framework would run on now, for like's device (0: the default)."""
+    module = type(like).__module__.split(".")[0]
+    if module == "torch" and like.is_cuda:
+        import torch
+        return torch.cuda.current_stream(like.device).cuda_stream
+    if module == "cupy":
+        import cupy
+        return cupy.cuda.get_current_stream().ptr
+    return 0

@@ -4,6 +4,7 @@
 
 #include "aiter_compat/shim/errors.hpp"
 #include "aiter_compat/shim/validate.hpp"
+#include "launcher.hpp"
 #include "reference_attention.hpp"
 #include "tensor_bridge.hpp"
 
@@ -53,7 +54,40 @@ void without_gil(F&& f) {
   Py_END_ALLOW_THREADS
 }
 
-Ref varlen(const BoundCall& c, const CallFeatures& f) {
+// The launch stream: the framework's current stream on the tensor's device (torch, cupy).
+void* stream_for(PyObject* like) {
+  static PyObject* helper = nullptr;
+  if (!helper) {
+    Ref module(check(PyImport_ImportModule("aiter_compat._outputs")));
+    helper = check(PyObject_GetAttrString(module.get(), "current_stream")).release();
+  }
+  Ref s(check(PyObject_CallFunctionObjArgs(helper, like, nullptr)));
+  return PyLong_AsVoidPtr(s.get());
+}
+
+// Runs on the route's kernels: the GPU ones with the GIL released (they only enqueue).
+template <typename Args>
+void execute(const Route& route, Args& a, PyObject* like, void (*cpu_kernel)(const Args&),
+             void (*gpu_kernel)(const Args&, void*), void (*check_args)(const Args&, bool)) {
+  if (route.kind == RouteKind::fallback_gpu) {
+    check_args(a, false);  // contents live on the GPU; the kernels clamp every index
+    void* stream = stream_for(like);
+    std::string error;
+    Py_BEGIN_ALLOW_THREADS
+    try {
+      gpu_kernel(a, stream);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    Py_END_ALLOW_THREADS
+    if (!error.empty()) throw RouteError(route.target, {{"error", error}}, {{route.target, false, {error}}});
+    return;
+  }
+  check_args(a, true);
+  without_gil([&] { cpu_kernel(a); });
+}
+
+Ref varlen(const BoundCall& c, const CallFeatures& f, const Route& route) {
   ImportedTensors t;
   VarlenArgs a;
   a.batch_layout = f.op == OpId::flash_attn_func;
@@ -86,13 +120,12 @@ Ref varlen(const BoundCall& c, const CallFeatures& f) {
     lse = empty_like(q, shape, true);
     a.lse = t.add("lse", lse.get());
   }
-  validate_varlen(a, true);
-  without_gil([&] { cpu::varlen_attention(a); });
+  execute<VarlenArgs>(route, a, q, cpu::varlen_attention, gpu::varlen_attention, validate_varlen);
   if (!lse) return out;
   return check(PyTuple_Pack(2, out.get(), lse.get()));
 }
 
-Ref paged(const BoundCall& c, const CallFeatures& f) {
+Ref paged(const BoundCall& c, const CallFeatures& f, const Route& route) {
   ImportedTensors t;
   PagedArgs a;
   const bool decode = f.op == OpId::paged_attention_decode;
@@ -124,6 +157,7 @@ Ref paged(const BoundCall& c, const CallFeatures& f) {
     a.cu_seqlens_q.shape[0] = batch + 1;
     a.cu_seqlens_q.strides[0] = 1;
     a.max_seqlen_q = 1;
+    a.one_query_per_sequence = true;
   }
   a.max_seqlen_k = decode ? -1 : as_int(c, "max_seqlen_k", 0);
   if (!decode) a.max_seqlen_q = as_int(c, "max_seqlen_q", 0);
@@ -136,8 +170,7 @@ Ref paged(const BoundCall& c, const CallFeatures& f) {
     lse = empty_like(q, {a.q.shape[1], a.q.shape[0]}, true);
     a.lse = t.add("lse", lse.get());
   }
-  validate_paged(a, true);
-  without_gil([&] { cpu::paged_attention(a); });
+  execute<PagedArgs>(route, a, q, cpu::paged_attention, gpu::paged_attention, validate_paged);
   if (!decode) return Ref::borrow(Py_None);
   if (!lse) return out;
   return check(PyTuple_Pack(2, out.get(), lse.get()));
@@ -146,13 +179,11 @@ Ref paged(const BoundCall& c, const CallFeatures& f) {
 }  // namespace
 
 Ref run_fallback(const BoundCall& call, const CallFeatures& f, const Route& route) {
-  if (route.kind == RouteKind::fallback_gpu)
-    throw RouteError(to_string(f.op), f.describe(), {{route.target, false, {"GPU kernels are not built in"}}});
   switch (f.op) {
     case OpId::flash_attn_varlen_func:
-    case OpId::flash_attn_func: return varlen(call, f);
+    case OpId::flash_attn_func: return varlen(call, f, route);
     case OpId::unified_attention:
-    case OpId::paged_attention_decode: return paged(call, f);
+    case OpId::paged_attention_decode: return paged(call, f, route);
   }
   return Ref::borrow(Py_None);
 }

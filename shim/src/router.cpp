@@ -121,6 +121,7 @@ Capabilities Capabilities::from_report(const ProbeReport& report, const CompatMa
   for (const auto& q : matrix.quirks())
     if (!trusted || q.versions.contains(*version)) c.quirks.push_back(q);
   if (report.device.present) c.gpu_arch = report.device.arch;
+  else c.gpu_problem = report.device.reason;
   for (const auto& k : report.fallback_kernels)
     for (const auto& a : k.archs)
       if (!contains(c.gpu_fallback_archs, a)) c.gpu_fallback_archs.push_back(a);
@@ -213,11 +214,34 @@ Candidate Router::cpu_candidate(const CallFeatures& f) const {
 Candidate Router::gpu_candidate(const CallFeatures& f) const {
   Candidate c;
   c.name = "fallback " + kernel_name(f.op) + " (gpu)";
-  if (f.device == DeviceKind::cpu) c.reasons.push_back("runs on GPU tensors; these are on cpu");
-  else if (caps_.gpu_fallback_archs.empty())
+  if (f.device == DeviceKind::cpu) {
+    c.reasons.push_back("runs on GPU tensors; these are on cpu");
+  } else if (caps_.gpu_fallback_archs.empty()) {
     c.reasons.push_back("no GPU fallback kernels are built into this aiter-compat");
-  else if (caps_.gpu_arch.empty() || !contains(caps_.gpu_fallback_archs, caps_.gpu_arch))
-    c.reasons.push_back("no kernel built for " + (caps_.gpu_arch.empty() ? std::string("this GPU") : caps_.gpu_arch));
+  } else if (caps_.gpu_arch.empty()) {
+    c.reasons.push_back("no GPU was found at start-up" + (caps_.gpu_problem.empty() ? "" : " (" + caps_.gpu_problem + ")"));
+  } else if ((f.device == DeviceKind::rocm) != (caps_.gpu_arch.rfind("gfx", 0) == 0)) {
+    c.reasons.push_back("the tensors are on " + to_string(f.device) + " but the GPU found is " + caps_.gpu_arch);
+  } else if (!contains(caps_.gpu_fallback_archs, caps_.gpu_arch)) {
+    std::string built;
+    for (const auto& a : caps_.gpu_fallback_archs) built += (built.empty() ? "" : ", ") + a;
+    c.reasons.push_back("no kernel built for " + caps_.gpu_arch + " (built: " + built + ")");
+  }
+  if (f.dtype != DType::f16 && f.dtype != DType::bf16 && f.dtype != DType::f32)
+    c.reasons.push_back("takes float16, bfloat16 or float32, not " + to_string(f.dtype));
+  if ((f.head_dim_qk != 64 && f.head_dim_qk != 128) || f.head_dim_v != f.head_dim_qk)
+    c.reasons.push_back("head dims " + std::to_string(f.head_dim_qk) + "/" + std::to_string(f.head_dim_v) +
+                        ": the GPU kernels take 64/64 and 128/128");
+  if (f.kv_heads > 0 && f.q_heads / f.kv_heads > 16)
+    c.reasons.push_back(std::to_string(f.q_heads / f.kv_heads) + " query heads per KV head: at most 16");
+  if (f.block_size && f.block_size != 16 && f.block_size != 32 && f.block_size != 64)
+    c.reasons.push_back("block size " + std::to_string(f.block_size) + ": the GPU kernels take 16, 32 or 64");
+  const OpSignature& sig = signature(f.op);
+  for (size_t i = 0; i < sig.params.size(); ++i)
+    if ((f.nondefault >> i) & 1u && (cpu_unsupported(f.op).count(sig.params[i].name) ||
+                                     sig.params[i].name == "logits_soft_cap" || sig.params[i].name == "softcap"))
+      c.reasons.push_back(sig.params[i].name + " is not supported");
+  if (f.window_sink_size) c.reasons.push_back("window_size sink_size > 0 (StreamingLLM) is not supported");
   c.accepted = c.reasons.empty();
   return c;
 }

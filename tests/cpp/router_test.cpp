@@ -54,10 +54,13 @@ bool any_reason(const Route& r, const std::string& text) {
 TEST(Router, OldAiterWithoutSinksIsRefusedWithItsReason) {
   Router router(caps_for("0.1.9.post1", "gfx942"), Policy::automatic);
   const Route& r = router.route(vllm_prefill(true));
-  EXPECT_EQ(r.kind, RouteKind::refused);  // ROCm tensors and no GPU kernels yet
+  EXPECT_EQ(r.kind, RouteKind::fallback_gpu);  // the sink-capable kernel built for gfx942
   EXPECT_TRUE(any_reason(r, "flash_attn_varlen_func takes no sink_ptr (first in 0.1.10)")) << r.candidates[0].reasons[0];
-  EXPECT_TRUE(any_reason(r, "no GPU fallback kernels"));
   EXPECT_TRUE(r.rerouted);
+  Router no_gpu(caps_for("0.1.9.post1"), Policy::automatic);
+  const Route& refused = no_gpu.route(vllm_prefill(true));
+  EXPECT_EQ(refused.kind, RouteKind::refused);
+  EXPECT_TRUE(any_reason(refused, "no GPU was found at start-up"));
 }
 
 TEST(Router, OldAiterServesCallsWithoutSinksDroppingTheDefaultKeyword) {
@@ -110,7 +113,9 @@ TEST(Router, PoliciesChangeTheChoice) {
   EXPECT_EQ(r.kind, RouteKind::refused);
   EXPECT_TRUE(any_reason(r, "policy aiter-only"));
   Router prefer(caps_for("0.1.9.post1", "gfx942"), Policy::prefer_fallback);
-  EXPECT_EQ(prefer.route(f).kind, RouteKind::aiter);  // no GPU fallback, so AITer still serves
+  EXPECT_EQ(prefer.route(f).kind, RouteKind::fallback_gpu);
+  Router prefer_no_gpu(caps_for("0.1.9.post1"), Policy::prefer_fallback);
+  EXPECT_EQ(prefer_no_gpu.route(f).kind, RouteKind::aiter);  // no usable GPU fallback: AITer still serves
   EXPECT_EQ(prefer.route(cpu).kind, RouteKind::fallback_cpu);
   EXPECT_EQ(parse_policy("prefer-fallback"), Policy::prefer_fallback);
   EXPECT_FALSE(parse_policy("fastest"));
@@ -139,4 +144,21 @@ TEST(Router, DecidesOncePerFeatureSetAcrossThreads) {
   for (auto& t : threads) t.join();
   for (const Route* r : seen) EXPECT_EQ(r, seen[0]);
   EXPECT_EQ(router.decided().size(), 1u);
+}
+
+TEST(Router, GpuKernelLimitsAreReasons) {
+  Router router(caps_for("0.1.9.post1", "gfx942"), Policy::automatic);
+  CallFeatures f = vllm_prefill(true);
+  f.head_dim_qk = f.head_dim_v = 96;
+  EXPECT_TRUE(any_reason(router.route(f), "head dims 96/96: the GPU kernels take 64/64 and 128/128"));
+  f = vllm_prefill(true);
+  f.q_heads = 64, f.kv_heads = 2;
+  EXPECT_TRUE(any_reason(router.route(f), "32 query heads per KV head: at most 16"));
+  f = vllm_prefill(true);
+  f.device = DeviceKind::cuda;
+  EXPECT_TRUE(any_reason(router.route(f), "the tensors are on cuda but the GPU found is gfx942"));
+  Router sm80(caps_for("0.1.9.post1", "sm_80"), Policy::automatic);
+  f = vllm_prefill(true);
+  f.device = DeviceKind::cuda;
+  EXPECT_TRUE(any_reason(sm80.route(f), "no kernel built for sm_80 (built: "));
 }

@@ -16,6 +16,10 @@ struct ElfExports {
 };
 
 ElfExports read_elf_exports(const std::string& path);
+// Every defined function symbol of any ELF file (a GPU code object: an AMD .hsaco is a shared
+// object, an NVIDIA cubin an executable with a static symbol table), for checking that a code
+// object holds the kernels it should.
+ElfExports parse_elf_functions(const unsigned char* data, size_t size);
 // The same over bytes in memory (what the file reader and the fuzzer feed).
 ElfExports parse_elf_exports(const unsigned char* data, size_t size);
 

@@ -40,6 +40,9 @@ struct PagedArgs {
   Window window;
   double softcap = 0;
   bool has_alibi = false, has_q_descale = false;
+  // Decode without cu_seqlens_q: query token t is sequence t. cu_seqlens_q then holds a host
+  // arange for the CPU kernel; the GPU kernels ignore it.
+  bool one_query_per_sequence = false;
 };
 
 }  // namespace aiter_compat

@@ -37,6 +37,7 @@ struct Capabilities {
   std::map<std::string, AiterEntry> entries;
   std::vector<MatrixQuirk> quirks;  // those whose versions match the install
   std::string gpu_arch;             // of the GPU present ("" if none or unknown)
+  std::string gpu_problem;          // why none was found
   std::vector<std::string> gpu_fallback_archs;  // archs the fallback GPU kernels were built for
   // entry point -> parameter -> first matrix release that has it
   std::map<std::string, std::map<std::string, std::string>> first_release;

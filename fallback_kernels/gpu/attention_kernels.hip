@@ -1,0 +1,232 @@
+// Attention with learned sinks for the fallback routes: varlen and paged KV, causal or not,
+// sliding windows, grouped-query heads, split-KV with the sink added once in the merge.
+//
+// One block per (query token, KV head, split): the block's query heads (all heads of the KV
+// group) are processed together, so each key and value row is read once for all of them.
+// Scores are kept in fp32 with a running max and sum (online softmax); the sink is one more
+// logit with a zero value, entered once: at the end of an unsplit block, or in the merge.
+// Correct first: this version reads keys row by row; the tuned kernels replace its inner loops.
+#include "portability.hpp"
+#include "kernel_params.h"
+
+namespace {
+
+template <typename T> struct Elem;
+template <> struct Elem<float> {
+  AC_DEVICE float load(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
+  AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<float*>(p)[i] = v; }
+};
+struct F16 {};
+struct BF16 {};
+template <> struct Elem<F16> {
+  AC_DEVICE float load(const void* p, int64_t i) { return ac_f16_to_float(static_cast<const uint16_t*>(p)[i]); }
+  AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<uint16_t*>(p)[i] = ac_float_to_f16(v); }
+};
+template <> struct Elem<BF16> {
+  AC_DEVICE float load(const void* p, int64_t i) { return ac_bf16_to_float(static_cast<const uint16_t*>(p)[i]); }
+  AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<uint16_t*>(p)[i] = ac_float_to_bf16(v); }
+};
+
+AC_DEVICE int32_t clamp_i32(int64_t v, int64_t lo, int64_t hi) { return static_cast<int32_t>(v < lo ? lo : v > hi ? hi : v); }
+
+// Where sequence b's queries and keys are; ranges are clamped to the tensors so bad lengths
+// read nothing outside them (the host checks contents only for CPU tensors).
+struct Sequence {
+  int32_t b, q_start, q_len, k_start, k_len;
+};
+
+AC_DEVICE Sequence sequence_of(const ac_attention_params& p, int32_t token) {
+  Sequence s{0, token, 1, 0, 0};
+  if (p.cu_seqlens_q) {
+    int32_t lo = 0, hi = p.batch;  // the last b with cu_seqlens_q[b] <= token
+    while (hi - lo > 1) {
+      int32_t mid = (lo + hi) / 2;
+      if (p.cu_seqlens_q[mid] <= token) lo = mid; else hi = mid;
+    }
+    s.b = lo;
+    s.q_start = clamp_i32(p.cu_seqlens_q[lo], 0, p.total_q);
+    s.q_len = clamp_i32(p.cu_seqlens_q[lo + 1], s.q_start, p.total_q) - s.q_start;
+  } else {
+    s.b = token / p.uniform_q;  // batch layout (flash_attn_func) or one query per sequence (decode)
+    s.q_start = s.b * p.uniform_q;
+    s.q_len = p.uniform_q;
+  }
+  if (p.paged) {
+    s.k_len = clamp_i32(p.seqused_k[s.b], 0, static_cast<int64_t>(p.max_blocks) * p.block_size);
+  } else if (p.cu_seqlens_k) {
+    s.k_start = clamp_i32(p.cu_seqlens_k[s.b], 0, p.total_k);
+    s.k_len = clamp_i32(p.cu_seqlens_k[s.b + 1], s.k_start, p.total_k) - s.k_start;
+  } else {
+    s.k_start = s.b * p.uniform_k;
+    s.k_len = p.uniform_k;
+  }
+  return s;
+}
+
+// Element offset of key j's row (head 0) for k (which=0) or v (which=1); -1 for a block-table
+// entry outside the cache.
+AC_DEVICE int64_t lse_index(const ac_attention_params& p, const Sequence& s, int32_t token, int32_t h) {
+  return s.b * p.lse_batch + h * p.lse_head + (p.lse_batch ? token - s.q_start : token) * p.lse_tok;
+}
+
+AC_DEVICE int64_t key_row(const ac_attention_params& p, const Sequence& s, int32_t j, int which) {
+  if (!p.paged) return static_cast<int64_t>(s.k_start + j) * (which ? p.v_tok : p.k_tok);
+  int32_t block = p.block_table[s.b * p.bt_row + (j / p.block_size) * p.bt_col];
+  if (block < 0 || block >= p.num_blocks) return -1;
+  int32_t slot = j % p.block_size;
+  return which ? block * p.v_tok + slot * p.v_slot : block * p.k_tok + slot * p.k_slot;
+}
+
+template <typename T>
+AC_DEVICE void attention_block(const ac_attention_params& p) {
+  Elem<T> e;
+  const int tid = ac_thread_x();
+  const int32_t token = ac_block_x(), kh = ac_block_y(), split = ac_block_z();
+  const int32_t group = p.hq / p.hk, d = p.head_dim, dv = p.head_dim_v;
+  if (token >= p.total_q) return;
+  const Sequence s = sequence_of(p, token);
+  if (token < s.q_start || token >= s.q_start + s.q_len) return;  // padding beyond cu_seqlens_q[batch]
+
+  const int32_t i = token - s.q_start, pos = i + s.k_len - s.q_len;
+  int32_t lo = 0, hi = s.k_len;
+  if (p.causal) hi = hi < pos + 1 ? hi : pos + 1;
+  if (p.window_right >= 0) hi = hi < pos + p.window_right + 1 ? hi : pos + p.window_right + 1;
+  if (p.window_left >= 0) lo = lo > pos - p.window_left ? lo : pos - p.window_left;
+  if (hi < lo) hi = lo;
+  const int32_t chunk = (hi - lo + p.num_splits - 1) / p.num_splits;
+  const int32_t k_begin = lo + split * chunk, k_end = hi < k_begin + chunk ? hi : k_begin + chunk;
+
+  AC_SHARED float q_s[AC_MAX_GROUP * AC_MAX_HEAD_DIM];
+  AC_SHARED float p_s[AC_MAX_GROUP * AC_KEY_TILE];
+  AC_SHARED float m_s[AC_MAX_GROUP], l_s[AC_MAX_GROUP], alpha_s[AC_MAX_GROUP];
+  AC_SHARED int64_t krow_s[AC_KEY_TILE], vrow_s[AC_KEY_TILE];
+
+  for (int x = tid; x < group * d; x += AC_THREADS) {
+    int g = x / d, c = x % d;
+    q_s[x] = e.load(p.q, token * p.q_tok + (kh * group + g) * p.q_head + c) * p.scale;
+  }
+  if (tid < group) {
+    m_s[tid] = -AC_INFINITY;
+    l_s[tid] = 0.f;
+  }
+  constexpr int kPairs = AC_MAX_GROUP * AC_MAX_HEAD_DIM / AC_THREADS;
+  float acc[kPairs];
+#pragma unroll
+  for (int k = 0; k < kPairs; ++k) acc[k] = 0.f;
+  ac_sync();
+
+  for (int32_t t0 = k_begin; t0 < k_end; t0 += AC_KEY_TILE) {
+    const int32_t n = k_end - t0 < AC_KEY_TILE ? k_end - t0 : AC_KEY_TILE;
+    if (tid < n) {
+      krow_s[tid] = key_row(p, s, t0 + tid, 0);
+      vrow_s[tid] = key_row(p, s, t0 + tid, 1);
+    }
+    ac_sync();
+    // Scores: thread pairs share a key, each taking every other head of the group.
+    for (int x = tid; x < AC_KEY_TILE * 2; x += AC_THREADS) {
+      const int j = x % AC_KEY_TILE, half = x / AC_KEY_TILE;
+      for (int g = half; g < group; g += 2) {
+        float sc = -AC_INFINITY;
+        if (j < n && krow_s[j] >= 0) {
+          const int64_t base = krow_s[j] + kh * p.k_head;
+          float dot = 0.f;
+          for (int c = 0; c < d; ++c) dot += q_s[g * d + c] * e.load(p.k, base + c);
+          sc = dot;
+        }
+        p_s[g * AC_KEY_TILE + j] = sc;
+      }
+    }
+    ac_sync();
+    // Running max and sum per head; scores become weights in place.
+    if (tid < group) {
+      float tile_max = -AC_INFINITY;
+      for (int j = 0; j < n; ++j) tile_max = tile_max > p_s[tid * AC_KEY_TILE + j] ? tile_max : p_s[tid * AC_KEY_TILE + j];
+      const float m_old = m_s[tid], m_new = m_old > tile_max ? m_old : tile_max;
+      const float alpha = m_new == -AC_INFINITY ? 1.f : ac_exp(m_old - m_new);
+      float sum = 0.f;
+      for (int j = 0; j < AC_KEY_TILE; ++j) {
+        const float w = (j < n && m_new != -AC_INFINITY) ? ac_exp(p_s[tid * AC_KEY_TILE + j] - m_new) : 0.f;
+        p_s[tid * AC_KEY_TILE + j] = w;
+        sum += w;
+      }
+      m_s[tid] = m_new;
+      l_s[tid] = l_s[tid] * alpha + sum;
+      alpha_s[tid] = alpha;
+    }
+    ac_sync();
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+      const int x = tid + k * AC_THREADS, g = x / dv, c = x % dv;
+      if (g < group) {
+        float a = acc[k] * alpha_s[g];
+        for (int j = 0; j < n; ++j)
+          if (vrow_s[j] >= 0) a += p_s[g * AC_KEY_TILE + j] * e.load(p.v, vrow_s[j] + kh * p.v_head + c);
+        acc[k] = a;
+      }
+    }
+    ac_sync();
+  }
+
+#pragma unroll
+  for (int k = 0; k < kPairs; ++k) {
+    const int x = tid + k * AC_THREADS, g = x / dv, c = x % dv;
+    if (g >= group) continue;
+    const int32_t h = kh * group + g;
+    if (p.num_splits > 1) {
+      p.partial_out[((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * dv + c] = acc[k];
+      continue;
+    }
+    const float sink = p.sinks ? p.sinks[h] : -AC_INFINITY;
+    const float m = m_s[g] > sink ? m_s[g] : sink;
+    const float scale_old = m == -AC_INFINITY ? 0.f : ac_exp(m_s[g] - m);
+    const float l = l_s[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - m));
+    e.store(p.out, token * p.out_tok + h * p.out_head + c, l > 0.f ? acc[k] * scale_old / l : 0.f);
+    if (c == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = l > 0.f ? m + ac_log(l) : -AC_INFINITY;
+  }
+  if (p.num_splits > 1 && tid < group) {
+    float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + token) * p.hq + kh * group + tid) * 2;
+    ml[0] = m_s[tid];
+    ml[1] = l_s[tid];
+  }
+}
+
+// Combines the splits of one (token, head) and adds the sink once.
+template <typename T>
+AC_DEVICE void merge_block(const ac_attention_params& p) {
+  Elem<T> e;
+  const int tid = ac_thread_x();
+  const int32_t token = ac_block_x(), h = ac_block_y();
+  if (token >= p.total_q) return;
+  const Sequence s = sequence_of(p, token);
+  if (token < s.q_start || token >= s.q_start + s.q_len) return;
+  const float sink = p.sinks ? p.sinks[h] : -AC_INFINITY;
+  float m = sink;
+  for (int sp = 0; sp < p.num_splits; ++sp) {
+    const float ms = p.partial_ml[((static_cast<int64_t>(sp) * p.total_q + token) * p.hq + h) * 2];
+    m = m > ms ? m : ms;
+  }
+  float l = (m == -AC_INFINITY || sink == -AC_INFINITY) ? 0.f : ac_exp(sink - m);
+  for (int sp = 0; sp < p.num_splits; ++sp) {
+    const float* ml = p.partial_ml + ((static_cast<int64_t>(sp) * p.total_q + token) * p.hq + h) * 2;
+    if (ml[0] != -AC_INFINITY) l += ml[1] * ac_exp(ml[0] - m);
+  }
+  for (int c = tid; c < p.head_dim_v; c += AC_THREADS) {
+    float o = 0.f;
+    for (int sp = 0; sp < p.num_splits; ++sp) {
+      const float ms = p.partial_ml[((static_cast<int64_t>(sp) * p.total_q + token) * p.hq + h) * 2];
+      if (ms != -AC_INFINITY)
+        o += p.partial_out[((static_cast<int64_t>(sp) * p.total_q + token) * p.hq + h) * p.head_dim_v + c] * ac_exp(ms - m);
+    }
+    e.store(p.out, token * p.out_tok + h * p.out_head + c, l > 0.f ? o / l : 0.f);
+  }
+  if (tid == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = l > 0.f ? m + ac_log(l) : -AC_INFINITY;
+}
+
+}  // namespace
+
+AC_KERNEL void ac_attention_f32(ac_attention_params p) { attention_block<float>(p); }
+AC_KERNEL void ac_attention_f16(ac_attention_params p) { attention_block<F16>(p); }
+AC_KERNEL void ac_attention_bf16(ac_attention_params p) { attention_block<BF16>(p); }
+AC_KERNEL void ac_merge_f32(ac_attention_params p) { merge_block<float>(p); }
+AC_KERNEL void ac_merge_f16(ac_attention_params p) { merge_block<F16>(p); }
+AC_KERNEL void ac_merge_bf16(ac_attention_params p) { merge_block<BF16>(p); }

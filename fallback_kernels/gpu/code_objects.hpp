@@ -1,0 +1,23 @@
+#pragma once
+// The GPU code objects built into this library (one per arch) and the kernels each must hold.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace aiter_compat {
+
+struct CodeObject {
+  const char* arch;  // gfx942, sm_90, ...
+  const unsigned char* data;
+  std::size_t size;
+};
+
+const std::vector<CodeObject>& code_objects();
+
+struct KernelFamily {
+  std::string name;                    // what the probe reports: varlen_fwd, paged_fwd, split_merge
+  std::vector<std::string> functions;  // entry points in each code object
+};
+const std::vector<KernelFamily>& kernel_families();
+
+}  // namespace aiter_compat

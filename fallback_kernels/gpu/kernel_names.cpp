@@ -1,0 +1,15 @@
+#include "code_objects.hpp"
+
+namespace aiter_compat {
+
+// varlen and paged attention share one kernel (the KV layout is a parameter).
+const std::vector<KernelFamily>& kernel_families() {
+  static const std::vector<KernelFamily> families = {
+      {"varlen_fwd", {"ac_attention_f32", "ac_attention_f16", "ac_attention_bf16"}},
+      {"paged_fwd", {"ac_attention_f32", "ac_attention_f16", "ac_attention_bf16"}},
+      {"split_merge", {"ac_merge_f32", "ac_merge_f16", "ac_merge_bf16"}},
+  };
+  return families;
+}
+
+}  // namespace aiter_compat

@@ -1,0 +1,37 @@
+// The one argument of the attention kernels, shared by the device sources and the host launcher
+// (same layout under clang, nvcc and g++: fixed-width fields, 8-byte pointers, no padding gaps
+// that differ). Strides are in elements.
+#pragma once
+
+#include <stdint.h>
+
+#define AC_MAX_GROUP 16     // query heads per KV head handled by one block
+#define AC_MAX_HEAD_DIM 128
+#define AC_THREADS 128      // threads per block (two AMD waves, four NVIDIA warps)
+#define AC_KEY_TILE 64      // keys scored per step
+
+typedef struct {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* out;
+  float* lse;                 // [Hq, total_q] or null
+  const int32_t* cu_seqlens_q;  // [batch + 1]; null: token t is sequence t (decode)
+  const int32_t* cu_seqlens_k;  // varlen keys: [batch + 1]
+  const int32_t* seqused_k;     // paged keys: [batch]
+  const int32_t* block_table;   // paged: [batch, max_blocks]
+  const float* sinks;           // [Hq] or null
+  float* partial_out;           // split-KV: [splits, total_q, Hq, Dv]
+  float* partial_ml;            // split-KV: [splits, total_q, Hq, 2] (running max, sum)
+  int64_t q_tok, q_head;        // strides
+  int64_t k_tok, k_slot, k_head;  // varlen: k_tok per token; paged: k_tok per block, k_slot per slot
+  int64_t v_tok, v_slot, v_head;
+  int64_t out_tok, out_head;
+  int64_t lse_batch, lse_head, lse_tok;  // lse_batch > 0: [batch, Hq, seqlen_q] layout
+  int64_t bt_row, bt_col;
+  int32_t batch, total_q, total_k, num_blocks, max_blocks;
+  int32_t hq, hk, head_dim, head_dim_v, block_size;
+  int32_t num_splits, paged, causal, window_left, window_right;
+  int32_t uniform_q, uniform_k;  // without cu_seqlens: every sequence has this many queries / keys
+  float scale;
+} ac_attention_params;

@@ -1,0 +1,283 @@
+#include "launcher.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "aiter_compat/probe/gpu_probe.hpp"
+#include "code_objects.hpp"
+#include "gpu_runtime.hpp"
+#include "kernel_params.h"
+
+namespace aiter_compat::gpu {
+namespace {
+
+std::string cuda_message(int rc) {
+  const char* text = nullptr;
+  if (cuda().cuGetErrorString) cuda().cuGetErrorString(rc, &text);
+  return text ? text : "CUDA error " + std::to_string(rc);
+}
+
+std::string hip_message(int rc) {
+  const char* text = hip().hipGetErrorString ? hip().hipGetErrorString(rc) : nullptr;
+  return text ? text : "HIP error " + std::to_string(rc);
+}
+
+void check(DeviceKind kind, int rc, const char* what) {
+  if (rc != 0) throw GpuError(std::string(what) + " failed: " + (kind == DeviceKind::cuda ? cuda_message(rc) : hip_message(rc)));
+}
+
+void require_runtime(DeviceKind kind) {
+  const std::string& error = kind == DeviceKind::cuda ? cuda().error : hip().error;
+  if (kind != DeviceKind::cuda && kind != DeviceKind::rocm) throw GpuError("no GPU runtime for " + to_string(kind));
+  if (!error.empty()) throw GpuError(error);
+}
+
+// Makes `device` current for the scope and puts the caller's choice back afterwards.
+class DeviceScope {
+ public:
+  DeviceScope(DeviceKind kind, int device) : kind_(kind) {
+    if (kind == DeviceKind::cuda) {
+      check(kind, cuda().cuCtxGetCurrent(&saved_ctx_), "cuCtxGetCurrent");
+      void* primary = nullptr;
+      static std::mutex mutex;
+      static std::map<int, void*> retained;  // primary contexts stay retained for the process
+      {
+        std::lock_guard lock(mutex);
+        auto it = retained.find(device);
+        if (it == retained.end()) {
+          int dev = 0;
+          check(kind, cuda().cuDeviceGet(&dev, device), "cuDeviceGet");
+          check(kind, cuda().cuDevicePrimaryCtxRetain(&primary, dev), "cuDevicePrimaryCtxRetain");
+          it = retained.emplace(device, primary).first;
+        }
+        primary = it->second;
+      }
+      if (primary != saved_ctx_) check(kind, cuda().cuCtxSetCurrent(primary), "cuCtxSetCurrent");
+      changed_ = primary != saved_ctx_;
+    } else {
+      check(kind, hip().hipGetDevice(&saved_device_), "hipGetDevice");
+      changed_ = saved_device_ != device;
+      if (changed_) check(kind, hip().hipSetDevice(device), "hipSetDevice");
+    }
+  }
+  ~DeviceScope() {
+    if (!changed_) return;
+    if (kind_ == DeviceKind::cuda) cuda().cuCtxSetCurrent(saved_ctx_);
+    else hip().hipSetDevice(saved_device_);
+  }
+
+ private:
+  DeviceKind kind_;
+  bool changed_ = false;
+  void* saved_ctx_ = nullptr;
+  int saved_device_ = 0;
+};
+
+struct LoadedModule {
+  void* module = nullptr;
+  std::string arch;
+  int multiprocessors = 0;
+  std::map<std::string, void*> functions;
+};
+
+std::string arch_of(DeviceKind kind, int device) {
+  if (kind == DeviceKind::cuda) {
+    int dev = 0, major = 0, minor = 0;
+    check(kind, cuda().cuDeviceGet(&dev, device), "cuDeviceGet");
+    check(kind, cuda().cuDeviceGetAttribute(&major, 75, dev), "cuDeviceGetAttribute");
+    check(kind, cuda().cuDeviceGetAttribute(&minor, 76, dev), "cuDeviceGetAttribute");
+    return "sm_" + std::to_string(major * 10 + minor);
+  }
+  alignas(16) static thread_local unsigned char props[16384];
+  std::fill(std::begin(props), std::end(props), 0);
+  check(kind, hip().hipGetDevicePropertiesR0600(props, device), "hipGetDeviceProperties");
+  return gfx_arch_from_properties(props, sizeof props);
+}
+
+// Module of the device, loaded on first use (under the lock: loading is rare).
+LoadedModule& module_for(DeviceKind kind, int device) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, LoadedModule> modules;
+  std::lock_guard lock(mutex);
+  auto key = std::make_pair(static_cast<int>(kind), device);
+  auto it = modules.find(key);
+  if (it != modules.end()) return it->second;
+  LoadedModule m;
+  m.arch = arch_of(kind, device);
+  const CodeObject* object = nullptr;
+  std::string built;
+  for (const auto& o : code_objects()) {
+    built += (built.empty() ? "" : ", ") + std::string(o.arch);
+    if (m.arch == o.arch) object = &o;
+  }
+  if (!object)
+    throw GpuError("no fallback code object for " + m.arch + " (built for: " + (built.empty() ? "none" : built) + ")");
+  if (kind == DeviceKind::cuda) {
+    check(kind, cuda().cuModuleLoadData(&m.module, object->data), "cuModuleLoadData");
+    int dev = 0;
+    check(kind, cuda().cuDeviceGet(&dev, device), "cuDeviceGet");
+    check(kind, cuda().cuDeviceGetAttribute(&m.multiprocessors, 16, dev), "cuDeviceGetAttribute");
+  } else {
+    check(kind, hip().hipModuleLoadData(&m.module, object->data), "hipModuleLoadData");
+    m.multiprocessors = 120;  // MI200/MI300 have 104-304 CUs; the split count only needs a scale
+  }
+  for (const auto& family : kernel_families())
+    for (const auto& name : family.functions) {
+      if (m.functions.count(name)) continue;
+      void* fn = nullptr;
+      if (kind == DeviceKind::cuda) check(kind, cuda().cuModuleGetFunction(&fn, m.module, name.c_str()), name.c_str());
+      else check(kind, hip().hipModuleGetFunction(&fn, m.module, name.c_str()), name.c_str());
+      m.functions[name] = fn;
+    }
+  return modules.emplace(key, std::move(m)).first->second;
+}
+
+void launch(DeviceKind kind, void* fn, unsigned gx, unsigned gy, unsigned gz, void* stream, ac_attention_params& p) {
+  void* args[] = {&p};
+  int rc = kind == DeviceKind::cuda
+               ? cuda().cuLaunchKernel(fn, gx, gy, gz, AC_THREADS, 1, 1, 0, stream, args, nullptr)
+               : hip().hipModuleLaunchKernel(fn, gx, gy, gz, AC_THREADS, 1, 1, 0, stream, args, nullptr);
+  check(kind, rc, "kernel launch");
+}
+
+const char* suffix(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
+
+// Splits the keys of each query across blocks when the grid alone would leave the GPU idle.
+int choose_splits(const ac_attention_params& p, int multiprocessors, int64_t max_keys) {
+  const int64_t blocks = static_cast<int64_t>(p.total_q) * p.hk;
+  if (blocks >= 2 * multiprocessors || max_keys <= 512) return 1;
+  int64_t want = (2 * multiprocessors + blocks - 1) / blocks;
+  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(want, max_keys / 256), 1, 64));
+}
+
+void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* stream, int64_t max_keys) {
+  require_runtime(kind);
+  if (p.total_q == 0 || p.hq == 0) return;
+  DeviceScope scope(kind, device);
+  LoadedModule& m = module_for(kind, device);
+  p.num_splits = choose_splits(p, m.multiprocessors, max_keys);
+  void* attention = m.functions.at(std::string("ac_attention_") + suffix(dtype));
+  if (p.num_splits == 1) {
+    launch(kind, attention, p.total_q, p.hk, 1, stream, p);
+    return;
+  }
+  // Partial outputs and (max, sum) per split live in stream-ordered scratch memory.
+  const size_t out_bytes = sizeof(float) * p.num_splits * p.total_q * p.hq * p.head_dim_v;
+  const size_t ml_bytes = sizeof(float) * p.num_splits * p.total_q * p.hq * 2;
+  void* scratch = nullptr;
+  if (kind == DeviceKind::cuda) {
+    unsigned long long ptr = 0;
+    check(kind, cuda().cuMemAllocAsync(&ptr, out_bytes + ml_bytes, stream), "cuMemAllocAsync");
+    scratch = reinterpret_cast<void*>(ptr);
+  } else {
+    check(kind, hip().hipMallocAsync(&scratch, out_bytes + ml_bytes, stream), "hipMallocAsync");
+  }
+  p.partial_out = static_cast<float*>(scratch);
+  p.partial_ml = reinterpret_cast<float*>(static_cast<char*>(scratch) + out_bytes);
+  try {
+    launch(kind, attention, p.total_q, p.hk, p.num_splits, stream, p);
+    launch(kind, m.functions.at(std::string("ac_merge_") + suffix(dtype)), p.total_q, p.hq, 1, stream, p);
+  } catch (...) {
+    if (kind == DeviceKind::cuda) cuda().cuMemFreeAsync(reinterpret_cast<unsigned long long>(scratch), stream);
+    else hip().hipFreeAsync(scratch, stream);
+    throw;
+  }
+  if (kind == DeviceKind::cuda) check(kind, cuda().cuMemFreeAsync(reinterpret_cast<unsigned long long>(scratch), stream), "cuMemFreeAsync");
+  else check(kind, hip().hipFreeAsync(scratch, stream), "hipFreeAsync");
+}
+
+ac_attention_params common(const TensorView& q, const TensorView& out, const TensorView& lse, const TensorView& sinks,
+                           double scale, bool causal, const Window& w, int64_t hk, int64_t dv) {
+  ac_attention_params p{};
+  p.q = q.data;
+  p.out = out.data;
+  p.lse = static_cast<float*>(lse.data);
+  p.sinks = sinks.defined() ? static_cast<const float*>(sinks.data) : nullptr;
+  p.hq = static_cast<int32_t>(q.shape[q.ndim - 2]);
+  p.hk = static_cast<int32_t>(hk);
+  p.head_dim = static_cast<int32_t>(q.shape[q.ndim - 1]);
+  p.head_dim_v = static_cast<int32_t>(dv);
+  p.scale = static_cast<float>(scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(p.head_dim)));
+  p.causal = causal;
+  p.window_left = static_cast<int32_t>(std::min<int64_t>(w.left, INT32_MAX));
+  p.window_right = static_cast<int32_t>(std::min<int64_t>(w.right, INT32_MAX));
+  p.num_splits = 1;
+  return p;
+}
+
+}  // namespace
+
+std::string device_arch(DeviceKind kind, int device) {
+  require_runtime(kind);
+  return arch_of(kind, device);
+}
+
+void varlen_attention(const VarlenArgs& a, void* stream) {
+  const int hd = a.batch_layout ? 2 : 1;
+  ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.causal, a.window,
+                                 a.k.shape[hd], a.v.shape[a.v.ndim - 1]);
+  p.k = a.k.data;
+  p.v = a.v.data;
+  // Tokens are addressed with one stride: a batch layout must have its sequences back to back.
+  auto token_stride = [&](const TensorView& t, const char* name) {
+    if (a.batch_layout && t.shape[0] > 1 && t.strides[0] != t.shape[1] * t.strides[1])
+      throw GpuError(std::string(name) + ": the GPU kernels need [batch, seqlen] contiguous (stride " +
+                     std::to_string(t.strides[0]) + ", needed " + std::to_string(t.shape[1] * t.strides[1]) + ")");
+    return t.strides[hd - 1];
+  };
+  p.q_tok = token_stride(a.q, "q"), p.q_head = a.q.strides[hd];
+  p.k_tok = token_stride(a.k, "k"), p.k_head = a.k.strides[hd];
+  p.v_tok = token_stride(a.v, "v"), p.v_head = a.v.strides[hd];
+  p.out_tok = token_stride(a.out, "out"), p.out_head = a.out.strides[hd];
+  if (a.lse.defined()) {
+    p.lse_batch = a.batch_layout ? a.lse.strides[0] : 0;
+    p.lse_head = a.lse.strides[a.batch_layout ? 1 : 0];
+    p.lse_tok = a.lse.strides[a.batch_layout ? 2 : 1];
+  }
+  if (a.batch_layout) {
+    p.batch = static_cast<int32_t>(a.q.shape[0]);
+    p.uniform_q = static_cast<int32_t>(a.q.shape[1]);
+    p.uniform_k = static_cast<int32_t>(a.k.shape[1]);
+    p.total_q = p.batch * p.uniform_q;
+    p.total_k = p.batch * p.uniform_k;
+  } else {
+    p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
+    p.cu_seqlens_k = static_cast<const int32_t*>(a.cu_seqlens_k.data);
+    p.batch = static_cast<int32_t>(a.cu_seqlens_q.shape[0] - 1);
+    p.total_q = static_cast<int32_t>(a.q.shape[0]);
+    p.total_k = static_cast<int32_t>(a.k.shape[0]);
+  }
+  int64_t max_keys = a.batch_layout ? a.k.shape[1] : a.max_seqlen_k;
+  if (a.window.left >= 0) max_keys = std::min<int64_t>(max_keys, a.window.left + 1 + std::max<int64_t>(a.window.right, 0));
+  run(p, a.q.dtype, a.q.device, a.q.device_id, stream, max_keys);
+}
+
+void paged_attention(const PagedArgs& a, void* stream) {
+  ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.causal, a.window,
+                                 a.k_cache.shape[2], a.v_cache.shape[3]);
+  p.paged = 1;
+  p.k = a.k_cache.data;
+  p.v = a.v_cache.data;
+  p.q_tok = a.q.strides[0], p.q_head = a.q.strides[1];
+  p.k_tok = a.k_cache.strides[0], p.k_slot = a.k_cache.strides[1], p.k_head = a.k_cache.strides[2];
+  p.v_tok = a.v_cache.strides[0], p.v_slot = a.v_cache.strides[1], p.v_head = a.v_cache.strides[2];
+  p.out_tok = a.out.strides[0], p.out_head = a.out.strides[1];
+  if (a.lse.defined()) p.lse_head = a.lse.strides[0], p.lse_tok = a.lse.strides[1];
+  p.block_table = static_cast<const int32_t*>(a.block_table.data);
+  p.bt_row = a.block_table.strides[0], p.bt_col = a.block_table.strides[1];
+  p.seqused_k = static_cast<const int32_t*>(a.seqused_k.data);
+  p.num_blocks = static_cast<int32_t>(a.k_cache.shape[0]);
+  p.block_size = static_cast<int32_t>(a.k_cache.shape[1]);
+  p.max_blocks = static_cast<int32_t>(a.block_table.shape[1]);
+  p.batch = static_cast<int32_t>(a.block_table.shape[0]);
+  p.total_q = static_cast<int32_t>(a.q.shape[0]);
+  if (a.one_query_per_sequence) p.uniform_q = 1;
+  else p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
+  int64_t max_keys = a.max_seqlen_k > 0 ? a.max_seqlen_k : static_cast<int64_t>(p.max_blocks) * p.block_size;
+  if (a.window.left >= 0) max_keys = std::min<int64_t>(max_keys, a.window.left + 1 + std::max<int64_t>(a.window.right, 0));
+  run(p, a.q.dtype, a.q.device, a.q.device_id, stream, max_keys);
+}
+
+}  // namespace aiter_compat::gpu

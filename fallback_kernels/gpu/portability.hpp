@@ -1,0 +1,86 @@
+// One dialect for the fallback kernels, compiled two ways: clang's HIP device pass for AMD
+// (-nogpuinc: no HIP headers, only clang builtins) and nvcc for NVIDIA (Debian's HIP headers do
+// not build with CUDA 13). Only what the kernels use is defined here.
+#pragma once
+
+#include <stdint.h>
+
+#if defined(__AMDGCN__) || (defined(__HIP__) && !defined(__CUDACC__))
+#define AC_AMD 1
+#define AC_KERNEL extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, 256)))
+#define AC_DEVICE __attribute__((device)) static inline
+#define AC_SHARED __attribute__((shared))
+#define AC_WARP_SIZE 64
+AC_DEVICE int ac_thread_x() { return __builtin_amdgcn_workitem_id_x(); }
+AC_DEVICE int ac_block_x() { return __builtin_amdgcn_workgroup_id_x(); }
+AC_DEVICE int ac_block_y() { return __builtin_amdgcn_workgroup_id_y(); }
+AC_DEVICE int ac_block_z() { return __builtin_amdgcn_workgroup_id_z(); }
+AC_DEVICE void ac_sync() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+// v_exp_f32 and v_log_f32 work in base 2.
+AC_DEVICE float ac_exp(float x) { return __builtin_amdgcn_exp2f(x * 1.4426950408889634f); }
+AC_DEVICE float ac_log(float x) { return __builtin_amdgcn_logf(x) * 0.6931471805599453f; }
+#elif defined(__CUDACC__)
+#define AC_NVIDIA 1
+#define AC_KERNEL extern "C" __global__ __launch_bounds__(256)
+#define AC_DEVICE __device__ static inline
+#define AC_SHARED __shared__
+#define AC_WARP_SIZE 32
+AC_DEVICE int ac_thread_x() { return threadIdx.x; }
+AC_DEVICE int ac_block_x() { return blockIdx.x; }
+AC_DEVICE int ac_block_y() { return blockIdx.y; }
+AC_DEVICE int ac_block_z() { return blockIdx.z; }
+AC_DEVICE void ac_sync() { __syncthreads(); }
+AC_DEVICE float ac_exp(float x) { return exp2f(x * 1.4426950408889634f); }
+AC_DEVICE float ac_log(float x) { return __logf(x); }
+#else
+#error "portability.hpp: compile with clang -x hip (AMD) or nvcc -x cu (NVIDIA)"
+#endif
+
+#define AC_INFINITY __builtin_huge_valf()
+
+// float16 and bfloat16 by their bits, rounding to nearest even, the same on both vendors.
+AC_DEVICE float ac_bits_to_float(uint32_t bits) {
+  union { uint32_t u; float f; } v;
+  v.u = bits;
+  return v.f;
+}
+AC_DEVICE uint32_t ac_float_to_bits(float f) {
+  union { uint32_t u; float f; } v;
+  v.f = f;
+  return v.u;
+}
+AC_DEVICE float ac_bf16_to_float(uint16_t h) { return ac_bits_to_float(static_cast<uint32_t>(h) << 16); }
+AC_DEVICE uint16_t ac_float_to_bf16(float f) {
+  uint32_t bits = ac_float_to_bits(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+AC_DEVICE float ac_f16_to_float(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0x1f) return ac_bits_to_float(sign | 0x7f800000u | (mant << 13));
+  if (exp != 0) return ac_bits_to_float(sign | ((exp + 112u) << 23) | (mant << 13));
+  float sub = static_cast<float>(mant) * 5.9604644775390625e-8f;  // mant * 2^-24
+  return sign ? -sub : sub;
+}
+AC_DEVICE uint16_t ac_float_to_f16(float f) {
+  uint32_t bits = ac_float_to_bits(f);
+  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  uint32_t a = bits & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7e00u;
+  if (a >= 0x477ff000u) return sign | 0x7c00u;
+  if (a < 0x33000001u) return sign;
+  uint32_t exp = a >> 23;
+  if (exp < 113) {
+    uint32_t mant = (a & 0x7fffffu) | 0x800000u, shift = 126 - exp;
+    uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1u))) ++half;
+    return sign | static_cast<uint16_t>(half);
+  }
+  uint32_t r = a + 0xfffu + ((a >> 13) & 1u);
+  return sign | static_cast<uint16_t>(((r >> 13) - (112u << 10)) & 0xffffu);
+}
