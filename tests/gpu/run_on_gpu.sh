@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: build from source, then run the GPU suite (every kernel
+# against the CPU reference), compute-sanitizer memcheck and racecheck, and quick timings.
+# Logs and JSON go to $OUT (default ./gpu-results). Skips, saying why, where there is no GPU.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/gpu-results}
+mkdir -p "$OUT"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "GPU suite skipped: no NVIDIA GPU (nvidia-smi finds none)"
+  exit 0
+fi
+nvidia-smi -L | tee "$OUT/gpu.txt"
+PY=$(command -v python3)
+extra=()
+[ -n "${DLPACK_INCLUDE_DIR:-}" ] && extra+=("-DDLPACK_INCLUDE_DIR=$DLPACK_INCLUDE_DIR")
+set -e
+cmake -S . -B build-gpu -G Ninja -DPython3_EXECUTABLE="$PY" -DAITER_COMPAT_GPU_ARCHS="${ARCHS:-sm_90}" \
+  -DAITER_COMPAT_BUILD_TESTS=OFF -DAITER_COMPAT_BUILD_BENCH=OFF "${extra[@]}" > "$OUT/configure.log" 2>&1 ||
+  { tail -30 "$OUT/configure.log"; exit 1; }
+cmake --build build-gpu -j "$(nproc)" --target aiter-compat _aiter_compat > "$OUT/build.log" 2>&1 ||
+  { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
+set +e
+./build-gpu/aiter-compat probe | tee "$OUT/probe.txt"
+export AITER_COMPAT_PYTHONPATH=$PWD/build-gpu/python PYTHONPATH=$PWD/build-gpu/python AITER_COMPAT_LOG_LEVEL=warn
+AITER_COMPAT_GPU_SUMMARY=$OUT/gpu_summary.json timeout 300 "$PY" -m pytest -q -rs tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
+tests_rc=${PIPESTATUS[0]}
+san_rc=0
+for tool in memcheck racecheck; do
+  timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$PY" tests/gpu/sanitizer_cases.py > "$OUT/$tool.log" 2>&1
+  rc=$?
+  echo "compute-sanitizer $tool: rc=$rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases ran' "$OUT/$tool.log" | tr '\n' ' ')"
+  [ $rc -ne 0 ] && san_rc=$rc
+done
+[ "${BENCH:-1}" = 1 ] && timeout 200 "$PY" bench/gpu_attention.py --quick --json "$OUT/bench_quick.json" 2>&1 | tee "$OUT/bench.log"
+echo "gpu tests rc=$tests_rc sanitizers rc=$san_rc"
+exit $(( tests_rc != 0 || san_rc != 0 ))
