@@ -1,5 +1,6 @@
 #include "aiter_compat/probe/matrix.hpp"
 
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -42,17 +43,40 @@ std::vector<std::string> list(const std::string& origin, const YAML::Node& paren
   return out;
 }
 
+// Numbers and booleans are read from the scalar text here rather than with Node::as<int>, which
+// goes through a std::istream and its locale: in a process where torch is loaded that path
+// crashed (seen on an H200 machine, torch 2.11, yaml-cpp 0.8).
+int integer(const std::string& origin, const YAML::Node& parent, const char* key, int fallback) {
+  YAML::Node n = parent[key];
+  if (!n) return fallback;
+  const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    fail(origin, n, std::string("'") + key + "' must be an integer, found '" + text + "'");
+  return value;
+}
+
+bool boolean(const std::string& origin, const YAML::Node& parent, const char* key) {
+  YAML::Node n = parent[key];
+  if (!n) return false;
+  const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+  if (text == "true" || text == "True") return true;
+  if (text == "false" || text == "False") return false;
+  fail(origin, n, std::string("'") + key + "' must be true or false, found '" + text + "'");
+}
+
 MatrixOp parse_op(const std::string& origin, const YAML::Node& n) {
   if (!n.IsMap()) fail(origin, n, "an op entry must be a mapping");
   MatrixOp op;
-  op.present = n["present"] && n["present"].as<bool>(false);
+  op.present = boolean(origin, n, "present");
   if (!op.present) return op;
   op.module = scalar(origin, n, "module");
   op.aliases = list(origin, n, "aliases");
   op.sinks = scalar(origin, n, "sinks");
   if (op.sinks != "supported" && op.sinks != "unsupported") fail(origin, n["sinks"], "sinks must be supported or unsupported");
-  if (n["window_arity"]) op.window_arity = n["window_arity"].as<int>();
-  op.required = n["required"] ? n["required"].as<int>() : 0;
+  if (n["window_arity"]) op.window_arity = integer(origin, n, "window_arity", 0);
+  op.required = integer(origin, n, "required", 0);
   op.params = list(origin, n, "params");
   if (op.required < 0 || op.required > static_cast<int>(op.params.size()))
     fail(origin, n, "required must be between 0 and the number of params");
