@@ -163,4 +163,33 @@ void paged_attention(const PagedArgs& a) {
   }
 }
 
+// lse = logaddexp(prefix_lse, suffix_lse, sink); out = sum of each part times exp(its lse - lse).
+void merge_states(const MergeArgs& a) {
+  const int64_t tokens = a.output.shape[0], heads = a.output.shape[1], d = a.output.shape[2];
+  auto lse_at = [](const TensorView& t, int64_t h, int64_t i) {
+    return static_cast<double>(static_cast<const float*>(t.data)[h * t.strides[0] + i * t.strides[1]]);
+  };
+  for (int64_t i = 0; i < tokens; ++i)
+    for (int64_t h = 0; h < heads; ++h) {
+      const double parts[3] = {lse_at(a.prefix_lse, h, i), lse_at(a.suffix_lse, h, i),
+                               a.sinks.defined() ? static_cast<const float*>(a.sinks.data)[h * a.sinks.strides[0]]
+                                                 : -std::numeric_limits<double>::infinity()};
+      const double m = std::max({parts[0], parts[1], parts[2]});
+      double z = 0;
+      for (double p : parts) z += std::isinf(p) && p < 0 ? 0.0 : std::exp(p - m);
+      const double lse = z > 0 ? m + std::log(z) : -std::numeric_limits<double>::infinity();
+      const double wp = z > 0 && !std::isinf(parts[0]) ? std::exp(parts[0] - lse) : 0.0;
+      const double ws = z > 0 && !std::isinf(parts[1]) ? std::exp(parts[1] - lse) : 0.0;
+      for (int64_t e = 0; e < d; ++e) {
+        auto off = [&](const TensorView& t) { return i * t.strides[0] + h * t.strides[1] + e; };
+        double v = wp * load(a.prefix_output.dtype, a.prefix_output.data, off(a.prefix_output)) +
+                   ws * load(a.suffix_output.dtype, a.suffix_output.data, off(a.suffix_output));
+        store(a.output.dtype, a.output.data, off(a.output), v);
+      }
+      if (a.output_lse.defined())
+        static_cast<float*>(a.output_lse.data)[h * a.output_lse.strides[0] + i * a.output_lse.strides[1]] =
+            static_cast<float>(lse);
+    }
+}
+
 }  // namespace aiter_compat::cpu

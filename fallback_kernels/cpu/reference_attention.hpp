@@ -10,5 +10,6 @@ namespace aiter_compat::cpu {
 
 void varlen_attention(const VarlenArgs& args);  // also flash_attn_func's batch layout
 void paged_attention(const PagedArgs& args);
+void merge_states(const MergeArgs& args);
 
 }  // namespace aiter_compat::cpu

@@ -222,8 +222,39 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
   if (tid == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = l > 0.f ? m + ac_log(l) : -AC_INFINITY;
 }
 
+// merge_attn_states: one block per (token, head), threads over the head dimension.
+template <typename T>
+AC_DEVICE void merge_states_block(const ac_merge_params& p) {
+  Elem<T> e;
+  const int32_t token = ac_block_x(), h = ac_block_y();
+  if (token >= p.tokens || h >= p.heads) return;
+  const float lp = p.prefix_lse[h * p.plse_head + token * p.plse_tok];
+  const float ls = p.suffix_lse[h * p.slse_head + token * p.slse_tok];
+  const float sink = p.sinks ? p.sinks[h] : -AC_INFINITY;
+  float m = lp > ls ? lp : ls;
+  m = m > sink ? m : sink;
+  float z = 0.f;
+  if (m != -AC_INFINITY) {
+    if (lp != -AC_INFINITY) z += ac_exp(lp - m);
+    if (ls != -AC_INFINITY) z += ac_exp(ls - m);
+    if (sink != -AC_INFINITY) z += ac_exp(sink - m);
+  }
+  const float lse = z > 0.f ? m + ac_log(z) : -AC_INFINITY;
+  const float wp = (z > 0.f && lp != -AC_INFINITY) ? ac_exp(lp - lse) : 0.f;
+  const float ws = (z > 0.f && ls != -AC_INFINITY) ? ac_exp(ls - lse) : 0.f;
+  for (int c = ac_thread_x(); c < p.dim; c += AC_THREADS) {
+    const float v = wp * e.load(p.prefix, token * p.prefix_tok + h * p.prefix_head + c) +
+                    ws * e.load(p.suffix, token * p.suffix_tok + h * p.suffix_head + c);
+    e.store(p.out, token * p.out_tok + h * p.out_head + c, v);
+  }
+  if (ac_thread_x() == 0 && p.out_lse) p.out_lse[h * p.olse_head + token * p.olse_tok] = lse;
+}
+
 }  // namespace
 
+AC_KERNEL void ac_merge_states_f32(ac_merge_params p) { merge_states_block<float>(p); }
+AC_KERNEL void ac_merge_states_f16(ac_merge_params p) { merge_states_block<F16>(p); }
+AC_KERNEL void ac_merge_states_bf16(ac_merge_params p) { merge_states_block<BF16>(p); }
 AC_KERNEL void ac_attention_f32(ac_attention_params p) { attention_block<float>(p); }
 AC_KERNEL void ac_attention_f16(ac_attention_params p) { attention_block<F16>(p); }
 AC_KERNEL void ac_attention_bf16(ac_attention_params p) { attention_block<BF16>(p); }

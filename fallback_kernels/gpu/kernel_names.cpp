@@ -8,6 +8,7 @@ const std::vector<KernelFamily>& kernel_families() {
       {"varlen_fwd", {"ac_attention_f32", "ac_attention_f16", "ac_attention_bf16"}},
       {"paged_fwd", {"ac_attention_f32", "ac_attention_f16", "ac_attention_bf16"}},
       {"split_merge", {"ac_merge_f32", "ac_merge_f16", "ac_merge_bf16"}},
+      {"merge_states", {"ac_merge_states_f32", "ac_merge_states_f16", "ac_merge_states_bf16"}},
   };
   return families;
 }

@@ -35,3 +35,18 @@ typedef struct {
   int32_t uniform_q, uniform_k;  // without cu_seqlens: every sequence has this many queries / keys
   float scale;
 } ac_attention_params;
+
+// merge_attn_states: out = prefix * e^(lse_p - lse) + suffix * e^(lse_s - lse), with
+// lse = logaddexp(lse_p, lse_s, sink).
+typedef struct {
+  void* out;
+  const void* prefix;
+  const void* suffix;
+  const float* prefix_lse;
+  const float* suffix_lse;
+  float* out_lse;        // or null
+  const float* sinks;    // or null
+  int64_t out_tok, out_head, prefix_tok, prefix_head, suffix_tok, suffix_head;
+  int64_t plse_head, plse_tok, slse_head, slse_tok, olse_head, olse_tok;
+  int32_t tokens, heads, dim;
+} ac_merge_params;

@@ -134,7 +134,8 @@ LoadedModule& module_for(DeviceKind kind, int device) {
   return modules.emplace(key, std::move(m)).first->second;
 }
 
-void launch(DeviceKind kind, void* fn, unsigned gx, unsigned gy, unsigned gz, void* stream, ac_attention_params& p) {
+template <typename Params>
+void launch(DeviceKind kind, void* fn, unsigned gx, unsigned gy, unsigned gz, void* stream, Params& p) {
   void* args[] = {&p};
   int rc = kind == DeviceKind::cuda
                ? cuda().cuLaunchKernel(fn, gx, gy, gz, AC_THREADS, 1, 1, 0, stream, args, nullptr)
@@ -278,6 +279,32 @@ void paged_attention(const PagedArgs& a, void* stream) {
   int64_t max_keys = a.max_seqlen_k > 0 ? a.max_seqlen_k : static_cast<int64_t>(p.max_blocks) * p.block_size;
   if (a.window.left >= 0) max_keys = std::min<int64_t>(max_keys, a.window.left + 1 + std::max<int64_t>(a.window.right, 0));
   run(p, a.q.dtype, a.q.device, a.q.device_id, stream, max_keys);
+}
+
+void merge_states(const MergeArgs& a, void* stream) {
+  const DeviceKind kind = a.output.device;
+  require_runtime(kind);
+  ac_merge_params p{};
+  p.out = a.output.data;
+  p.prefix = a.prefix_output.data;
+  p.suffix = a.suffix_output.data;
+  p.prefix_lse = static_cast<const float*>(a.prefix_lse.data);
+  p.suffix_lse = static_cast<const float*>(a.suffix_lse.data);
+  p.out_lse = static_cast<float*>(a.output_lse.data);
+  p.sinks = a.sinks.defined() ? static_cast<const float*>(a.sinks.data) : nullptr;
+  p.out_tok = a.output.strides[0], p.out_head = a.output.strides[1];
+  p.prefix_tok = a.prefix_output.strides[0], p.prefix_head = a.prefix_output.strides[1];
+  p.suffix_tok = a.suffix_output.strides[0], p.suffix_head = a.suffix_output.strides[1];
+  p.plse_head = a.prefix_lse.strides[0], p.plse_tok = a.prefix_lse.strides[1];
+  p.slse_head = a.suffix_lse.strides[0], p.slse_tok = a.suffix_lse.strides[1];
+  if (a.output_lse.defined()) p.olse_head = a.output_lse.strides[0], p.olse_tok = a.output_lse.strides[1];
+  p.tokens = static_cast<int32_t>(a.output.shape[0]);
+  p.heads = static_cast<int32_t>(a.output.shape[1]);
+  p.dim = static_cast<int32_t>(a.output.shape[2]);
+  if (p.tokens == 0 || p.heads == 0) return;
+  DeviceScope scope(kind, a.output.device_id);
+  LoadedModule& m = module_for(kind, a.output.device_id);
+  launch(kind, m.functions.at(std::string("ac_merge_states_") + suffix(a.output.dtype)), p.tokens, p.heads, 1, stream, p);
 }
 
 }  // namespace aiter_compat::gpu

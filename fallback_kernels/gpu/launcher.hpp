@@ -20,5 +20,6 @@ std::string device_arch(DeviceKind kind, int device);
 // Arguments already checked (validate_* without reading contents: they live on the GPU).
 void varlen_attention(const VarlenArgs& args, void* stream);
 void paged_attention(const PagedArgs& args, void* stream);
+void merge_states(const MergeArgs& args, void* stream);
 
 }  // namespace aiter_compat::gpu

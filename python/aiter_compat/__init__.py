@@ -17,6 +17,7 @@ from ._aiter_compat import (  # noqa: F401
     flash_attn_func,
     flash_attn_varlen_func,
     get_policy,
+    merge_attn_states,
     paged_attention_decode,
     probe,
     reset,
@@ -26,6 +27,6 @@ from ._aiter_compat import (  # noqa: F401
 )
 
 __all__ = [
-    "AiterCompatError", "explain", "flash_attn_func", "flash_attn_varlen_func", "get_policy",
+    "AiterCompatError", "explain", "flash_attn_func", "flash_attn_varlen_func", "get_policy", "merge_attn_states",
     "paged_attention_decode", "probe", "reset", "routes", "set_policy", "unified_attention",
 ]

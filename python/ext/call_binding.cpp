@@ -216,8 +216,32 @@ TensorMeta tensor_meta(const char* name, PyObject* obj) {
   return m;
 }
 
+// merge_attn_states: the features are the partial outputs' dtype, device and shape.
+CallFeatures merge_features(const BoundCall& call) {
+  CallFeatures f;
+  f.op = OpId::merge_attn_states;
+  TensorMeta out = tensor_meta("output", call.value("output"));
+  TensorMeta prefix = tensor_meta("prefix_output", call.value("prefix_output"));
+  TensorMeta suffix = tensor_meta("suffix_output", call.value("suffix_output"));
+  if (prefix.ndim != 3) bad("prefix_output", std::to_string(prefix.ndim) + " dimensions", "3 ([tokens, heads, head_dim])");
+  for (auto [name, m] : {std::pair{"output", &out}, {"suffix_output", &suffix}})
+    if (m->dtype != prefix.dtype || m->device != prefix.device || m->device_id != prefix.device_id)
+      bad(name, to_string(m->dtype) + " on " + to_string(m->device), "prefix_output's dtype and device");
+  f.dtype = prefix.dtype;
+  f.device = prefix.device;
+  f.head_dim_qk = f.head_dim_v = static_cast<int32_t>(prefix.shape[2]);
+  f.q_heads = f.kv_heads = static_cast<int32_t>(prefix.shape[1]);
+  f.sinks = call.given_not_none("sinks");
+  f.return_lse = call.given_not_none("output_lse");
+  const OpSignature& sig = *call.sig;
+  for (size_t i = 0; i < sig.params.size(); ++i)
+    if (call.values[i] && !is_neutral(sig.params[i], call.values[i], WindowValue{})) f.nondefault |= 1u << i;
+  return f;
+}
+
 CallFeatures features_of(const BoundCall& call) {
   const OpSignature& sig = *call.sig;
+  if (sig.id == OpId::merge_attn_states) return merge_features(call);
   CallFeatures f;
   f.op = sig.id;
   const bool paged = sig.id == OpId::unified_attention || sig.id == OpId::paged_attention_decode;

@@ -125,6 +125,7 @@ ENTRY(flash_attn_varlen_func)
 ENTRY(flash_attn_func)
 ENTRY(unified_attention)
 ENTRY(paged_attention_decode)
+ENTRY(merge_attn_states)
 #undef ENTRY
 
 PyObject* json_to_python(const nlohmann::json& j) {
@@ -167,7 +168,8 @@ PyObject* api_explain(PyObject*, PyObject* args, PyObject* kwargs) {
       return route_dict(f, DispatchState::get().router().decide(f));
     }
     throw ArgumentError("name", std::string("'") + name + "'",
-                        "flash_attn_varlen_func, flash_attn_func, unified_attention or paged_attention_decode");
+                        "flash_attn_varlen_func, flash_attn_func, unified_attention, paged_attention_decode or "
+                        "merge_attn_states");
   });
 }
 
@@ -203,6 +205,9 @@ PyMethodDef methods[] = {
      "paged_attention_decode(q, k_cache, v_cache, block_table, seqused_k, softmax_scale=None, "
      "window_size=(-1, -1), sinks=None, out=None, return_lse=False, cu_seqlens_q=None): decode (or extend) "
      "over vLLM's NHD paged cache with learned sinks."},
+    {"merge_attn_states", VECTORCALL(entry_merge_attn_states), METH_FASTCALL | METH_KEYWORDS,
+     "merge_attn_states(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None, sinks=None): "
+     "merges two partial attention states (computed without sinks) and adds the sink once."},
     {"probe", api_probe, METH_NOARGS, "The probe's report of the install, as a dict."},
     {"routes", api_routes, METH_NOARGS, "The routes decided so far, with their features and candidates."},
     {"explain", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(api_explain)), METH_VARARGS | METH_KEYWORDS,

@@ -176,6 +176,20 @@ Ref paged(const BoundCall& c, const CallFeatures& f, const Route& route) {
   return check(PyTuple_Pack(2, out.get(), lse.get()));
 }
 
+Ref merge(const BoundCall& c, const Route& route) {
+  ImportedTensors t;
+  MergeArgs a;
+  a.output = t.add("output", c.value("output"));
+  a.prefix_output = t.add("prefix_output", c.value("prefix_output"));
+  a.prefix_lse = t.add("prefix_lse", c.value("prefix_lse"));
+  a.suffix_output = t.add("suffix_output", c.value("suffix_output"));
+  a.suffix_lse = t.add("suffix_lse", c.value("suffix_lse"));
+  a.output_lse = t.add("output_lse", c.value("output_lse"));
+  a.sinks = t.add("sinks", c.value("sinks"));
+  execute<MergeArgs>(route, a, c.value("output"), cpu::merge_states, gpu::merge_states, validate_merge);
+  return Ref::borrow(Py_None);
+}
+
 }  // namespace
 
 Ref run_fallback(const BoundCall& call, const CallFeatures& f, const Route& route) {
@@ -184,6 +198,7 @@ Ref run_fallback(const BoundCall& call, const CallFeatures& f, const Route& rout
     case OpId::flash_attn_func: return varlen(call, f, route);
     case OpId::unified_attention:
     case OpId::paged_attention_decode: return paged(call, f, route);
+    case OpId::merge_attn_states: return merge(call, route);
   }
   return Ref::borrow(Py_None);
 }

@@ -62,7 +62,8 @@ const std::set<std::string>& cpu_unsupported(OpId op) {
     case OpId::flash_attn_varlen_func: return varlen;
     case OpId::flash_attn_func: return batch;
     case OpId::unified_attention: return unified;
-    case OpId::paged_attention_decode: break;
+    case OpId::paged_attention_decode:
+    case OpId::merge_attn_states: break;
   }
   return none;
 }
@@ -73,6 +74,7 @@ std::string kernel_name(OpId op) {
     case OpId::flash_attn_func: return "batch_fwd";
     case OpId::unified_attention:
     case OpId::paged_attention_decode: return "paged_fwd";
+    case OpId::merge_attn_states: return "merge_states";
   }
   return "?";
 }
@@ -139,8 +141,7 @@ Candidate Router::aiter_candidate(const CallFeatures& f, Route* r) const {
   Candidate c;
   c.name = caps_.aiter_label + ": " + (sig.aiter_name.empty() ? sig.name : sig.aiter_name);
   if (sig.aiter_name.empty()) {
-    c.reasons.push_back("AITer has no entry point for this: its paged decode kernels (pa_fwd_asm, "
-                        "paged_attention_v1) take no sinks and a different calling convention");
+    c.reasons.push_back(sig.no_aiter_reason);
     return c;
   }
   if (!caps_.aiter_found) {
@@ -229,7 +230,8 @@ Candidate Router::gpu_candidate(const CallFeatures& f) const {
   }
   if (f.dtype != DType::f16 && f.dtype != DType::bf16 && f.dtype != DType::f32)
     c.reasons.push_back("takes float16, bfloat16 or float32, not " + to_string(f.dtype));
-  if ((f.head_dim_qk != 64 && f.head_dim_qk != 128) || f.head_dim_v != f.head_dim_qk)
+  const bool attention = f.op != OpId::merge_attn_states;  // the merge takes any head dim
+  if (attention && ((f.head_dim_qk != 64 && f.head_dim_qk != 128) || f.head_dim_v != f.head_dim_qk))
     c.reasons.push_back("head dims " + std::to_string(f.head_dim_qk) + "/" + std::to_string(f.head_dim_v) +
                         ": the GPU kernels take 64/64 and 128/128");
   if (f.kv_heads > 0 && f.q_heads / f.kv_heads > 16)

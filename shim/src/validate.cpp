@@ -108,13 +108,14 @@ void check_scalars(double scale, const Window& w, double softcap) {
   if (!(std::isfinite(softcap) && softcap >= 0)) bad("logits_soft_cap", std::to_string(softcap), "a finite value >= 0");
 }
 
-void check_lse(const TensorView& lse, const TensorView& q, std::initializer_list<int64_t> shape, const char* layout) {
+void check_lse(const TensorView& lse, const TensorView& q, std::initializer_list<int64_t> shape, const char* layout,
+               const char* name = "lse") {
   if (!lse.defined()) return;
-  need_dtype("lse", lse, DType::f32);
-  need_ndim("lse", lse, static_cast<int>(shape.size()), layout);
+  need_dtype(name, lse, DType::f32);
+  need_ndim(name, lse, static_cast<int>(shape.size()), layout);
   int d = 0;
-  for (int64_t s : shape) need_dim("lse", lse, d++, s, layout);
-  need_same_device("lse", lse, q);
+  for (int64_t s : shape) need_dim(name, lse, d++, s, layout);
+  need_same_device(name, lse, q);
 }
 
 }  // namespace
@@ -234,6 +235,33 @@ void validate_paged(const PagedArgs& a, bool read) {
         bad("block_table[" + str(b) + ", " + str(i) + "]", str(blk), "a block index in [0, " + str(nblocks) + ")");
     }
   }
+}
+
+void validate_merge(const MergeArgs& a, bool read) {
+  need_defined("prefix_output", a.prefix_output);
+  need_float("prefix_output", a.prefix_output);
+  need_ndim("prefix_output", a.prefix_output, 3, "[tokens, heads, head_dim]");
+  const TensorView& ref = a.prefix_output;
+  const int64_t tokens = ref.shape[0], heads = ref.shape[1];
+  for (auto [name, t] : {std::pair{"suffix_output", &a.suffix_output}, {"output", &a.output}}) {
+    need_defined(name, *t);
+    need_dtype(name, *t, ref.dtype);
+    need_ndim(name, *t, 3, "[tokens, heads, head_dim]");
+    for (int i = 0; i < 3; ++i) need_dim(name, *t, i, ref.shape[i], "as prefix_output");
+    need_same_device(name, *t, ref);
+  }
+  for (auto [name, t] : {std::pair{"prefix_output", &a.prefix_output}, {"suffix_output", &a.suffix_output},
+                         {"output", &a.output}})
+    need_inner_contiguous(name, *t);
+  for (auto [name, t] : {std::pair{"prefix_lse", &a.prefix_lse}, {"suffix_lse", &a.suffix_lse}}) {
+    need_defined(name, *t);
+    check_lse(*t, ref, {heads, tokens}, "[heads, tokens]", name);
+  }
+  check_lse(a.output_lse, ref, {heads, tokens}, "[heads, tokens]", "output_lse");
+  check_sinks(a.sinks, heads, ref, read);
+  need_no_overlap("output", a.output, {{"prefix_lse", &a.prefix_lse}, {"suffix_lse", &a.suffix_lse}, {"sinks", &a.sinks}});
+  need_no_overlap("output_lse", a.output_lse, {{"output", &a.output}, {"prefix_output", &a.prefix_output},
+                                                {"suffix_output", &a.suffix_output}, {"sinks", &a.sinks}});
 }
 
 }  // namespace aiter_compat

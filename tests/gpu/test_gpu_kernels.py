@@ -151,3 +151,28 @@ def test_probe_sees_the_gpu_and_matching_kernels():
     report = aiter_compat.probe()
     assert report["device"]["present"] and report["device"]["arch"].startswith("sm_")
     assert all(k["matches_device"] for k in report["fallback_kernels"])
+
+
+@pytest.mark.parametrize("sink_kind", ["random", "-inf"])
+def test_merge_attn_states_chunked_prefill(sink_kind):
+    """Chunks attended without sinks and merged with the sink once equal one pass with sinks."""
+    hq, hk, d, ctx, new = 64, 8, 64, 900, 100
+    q = torch.randn(new, hq, d, dtype=torch.bfloat16)
+    k = torch.randn(ctx + new, hk, d, dtype=torch.bfloat16)
+    v = torch.randn(ctx + new, hk, d, dtype=torch.bfloat16)
+    sinks = sinks_for(sink_kind, hq)
+    cu = lambda n: torch.tensor([0, n], dtype=torch.int32, device=DEV)
+    g = lambda t: t.to(DEV)
+    cached, cached_lse = aiter_compat.flash_attn_varlen_func(g(q), g(k[:ctx]), g(v[:ctx]), cu(new), cu(ctx), new, ctx,
+                                                             causal=False, return_lse=True)
+    fresh, fresh_lse = aiter_compat.flash_attn_varlen_func(g(q), g(k[ctx:]), g(v[ctx:]), cu(new), cu(new), new, new,
+                                                           causal=True, return_lse=True)
+    out = torch.full(q.shape, float("nan"), dtype=q.dtype, device=DEV)
+    out_lse = torch.full((hq, new), float("nan"), device=DEV)
+    aiter_compat.merge_attn_states(out, cached, cached_lse, fresh, fresh_lse, output_lse=out_lse, sinks=g(sinks))
+    torch.cuda.synchronize()
+    cpu_cu = lambda n: torch.tensor([0, n], dtype=torch.int32)
+    want, want_lse = aiter_compat.flash_attn_varlen_func(q, k, v, cpu_cu(new), cpu_cu(ctx + new), new, ctx + new,
+                                                         causal=True, sink_ptr=sinks, return_lse=True)
+    record(f"merge_attn_states chunked prefill ({sink_kind} sinks)", out, want, 1e-2)
+    assert ((out_lse.cpu() - want_lse).abs() / want_lse.abs().clamp(min=1)).max().item() <= 1e-4

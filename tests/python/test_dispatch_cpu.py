@@ -134,3 +134,37 @@ def test_paged_attention_decode_with_sinks_and_lse():
         want, want_lse = attention(q[b:b + 1], contiguous(kc, b), contiguous(vc, b), 0.125, True, (127, 0), sinks)
         np.testing.assert_allclose(out[b:b + 1], want, atol=2e-5)
         np.testing.assert_allclose(lse[:, b:b + 1], want_lse, rtol=1e-5)
+
+
+@pytest.mark.parametrize("sink_kind", ["random", "large", "-inf", None])
+def test_merge_attn_states_adds_the_sink_once(sink_kind):
+    """Chunked prefill: attend the cached chunk and the new tokens separately (without sinks),
+    merge with the sink: equals attention over all keys with the sink counted once."""
+    hq, hk, d, ctx, new = 8, 2, 16, 12, 5
+    q = RNG.standard_normal((new, hq, d)).astype(np.float32)
+    k = RNG.standard_normal((ctx + new, hk, d)).astype(np.float32)
+    v = RNG.standard_normal((ctx + new, hk, d)).astype(np.float32)
+    sinks = sinks_of(sink_kind, hq)
+    cu = lambda n: np.array([0, n], np.int32)
+    cached, cached_lse = aiter_compat.flash_attn_varlen_func(q, k[:ctx], v[:ctx], cu(new), cu(ctx), new, ctx,
+                                                             causal=False, return_lse=True)
+    fresh, fresh_lse = aiter_compat.flash_attn_varlen_func(q, k[ctx:], v[ctx:], cu(new), cu(new), new, new,
+                                                           causal=True, return_lse=True)
+    out = np.full_like(q, np.nan)
+    out_lse = np.full((hq, new), np.nan, np.float32)
+    assert aiter_compat.merge_attn_states(out, cached, cached_lse, fresh, fresh_lse, output_lse=out_lse,
+                                          sinks=sinks) is None
+    want, want_lse = attention(q, k, v, d ** -0.5, True, sink=sinks)
+    np.testing.assert_allclose(out, want, atol=2e-5)
+    np.testing.assert_allclose(out_lse, want_lse, rtol=1e-5)
+
+
+def test_merge_attn_states_bad_inputs():
+    x = np.zeros((3, 2, 8), np.float32)
+    lse = np.zeros((2, 3), np.float32)
+    with pytest.raises(aiter_compat.AiterCompatError) as info:
+        aiter_compat.merge_attn_states(x.copy(), x, lse, x, np.zeros((3, 2), np.float32))
+    assert info.value.argument == "suffix_lse"
+    with pytest.raises(aiter_compat.AiterCompatError) as info:
+        aiter_compat.merge_attn_states(x.copy(), x, lse, x, lse, sinks=np.full(2, np.nan, np.float32))
+    assert info.value.argument == "sinks"

@@ -45,4 +45,11 @@ struct PagedArgs {
   bool one_query_per_sequence = false;
 };
 
+// merge_attn_states: two partial states of the same queries over disjoint keys (outputs
+// [tokens, Hq, D] normalised within their part, LSE fp32 [Hq, tokens], computed without sinks)
+// into output and, optionally, output_lse; the sink, when given, enters once here.
+struct MergeArgs {
+  TensorView output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse, sinks;
+};
+
 }  // namespace aiter_compat

@@ -8,8 +8,14 @@
 
 namespace aiter_compat {
 
-enum class OpId : uint8_t { flash_attn_varlen_func, flash_attn_func, unified_attention, paged_attention_decode };
-constexpr int kOpCount = 4;
+enum class OpId : uint8_t {
+  flash_attn_varlen_func,
+  flash_attn_func,
+  unified_attention,
+  paged_attention_decode,
+  merge_attn_states,
+};
+constexpr int kOpCount = 5;
 
 // The value that means "not used": for optional parameters their default; for the required
 // parameters of unified_attention that callers pass as None or 0, that neutral value.
@@ -35,6 +41,7 @@ struct OpSignature {
   OpId id;
   std::string name;
   std::string aiter_name;  // the AITer entry point of that name ("" if none)
+  std::string no_aiter_reason;  // why AITer cannot serve it, when aiter_name is empty
   std::vector<ParamSpec> params;
   int index_of(const std::string& param) const;  // -1 if absent
 };

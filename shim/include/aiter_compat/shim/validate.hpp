@@ -9,5 +9,6 @@ namespace aiter_compat {
 
 void validate_varlen(const VarlenArgs& a, bool read_contents);
 void validate_paged(const PagedArgs& a, bool read_contents);
+void validate_merge(const MergeArgs& a, bool read_contents);
 
 }  // namespace aiter_compat
