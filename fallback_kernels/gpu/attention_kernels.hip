@@ -222,6 +222,180 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
   if (tid == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = l > 0.f ? m + ac_log(l) : -AC_INFINITY;
 }
 
+
+// Decode over a paged cache (one query per sequence), the memory-bound case. Each key row is
+// split across D/8 lanes holding 8 elements (one 16-byte load); a lane group scores its key for
+// all query heads of the KV group and reduces the dot products with lane exchanges, so every
+// K and V byte is read once, 16 bytes at a time. Each lane group keeps its own running max,
+// sum and output over the keys it took (AC_DECODE_UNROLL at a time, loads in flight together);
+// the groups are combined in shared memory at the end, and splits by the merge kernel.
+template <typename T> struct Pair;
+template <> struct Pair<BF16> {
+  AC_DEVICE void unpack(uint32_t u, float& lo, float& hi) {
+    lo = ac_bits_to_float(u << 16);
+    hi = ac_bits_to_float(u & 0xffff0000u);
+  }
+};
+template <> struct Pair<F16> {
+  AC_DEVICE void unpack(uint32_t u, float& lo, float& hi) {
+    lo = ac_half_to_float(static_cast<uint16_t>(u & 0xffffu));
+    hi = ac_half_to_float(static_cast<uint16_t>(u >> 16));
+  }
+};
+
+template <typename T>
+AC_DEVICE void unpack8(const ac_u32x4& v, float* out) {
+  Pair<T> pr;
+  pr.unpack(v.x, out[0], out[1]);
+  pr.unpack(v.y, out[2], out[3]);
+  pr.unpack(v.z, out[4], out[5]);
+  pr.unpack(v.w, out[6], out[7]);
+}
+
+template <typename T, int D>
+AC_DEVICE void decode_block(const ac_attention_params& p) {
+  constexpr int kLanes = D / 8;                        // lanes per key row
+  constexpr int kGroups = AC_DECODE_THREADS / kLanes;  // key rows in flight per step (per unroll)
+  constexpr int G = AC_DECODE_MAX_GROUP;
+  Elem<T> e;
+  const int tid = ac_thread_x(), lane = tid % kLanes, grp = tid / kLanes;
+  const int32_t b = ac_block_x(), kh = ac_block_y(), split = ac_block_z();
+  const int32_t group = p.hq / p.hk;
+  const int32_t k_len = clamp_i32(p.seqused_k[b], 0, static_cast<int64_t>(p.max_blocks) * p.block_size);
+  const int32_t pos = k_len - 1;  // the query is the last token
+  int32_t lo = 0, hi = k_len;
+  if (p.window_left >= 0) lo = lo > pos - p.window_left ? lo : pos - p.window_left;
+  if (hi < lo) hi = lo;
+  const int32_t chunk = (hi - lo + p.num_splits - 1) / p.num_splits;
+  const int32_t k_begin = lo + split * chunk, k_end = hi < k_begin + chunk ? hi : k_begin + chunk;
+  const int32_t* table = p.block_table + b * p.bt_row;
+
+  float q[G][8];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    if (g < group) {
+      ac_u32x4 raw = *reinterpret_cast<const ac_u32x4*>(
+          static_cast<const uint16_t*>(p.q) + b * p.q_tok + (kh * group + g) * p.q_head + lane * 8);
+      unpack8<T>(raw, q[g]);
+#pragma unroll
+      for (int c = 0; c < 8; ++c) q[g][c] *= p.scale;
+    } else {
+#pragma unroll
+      for (int c = 0; c < 8; ++c) q[g][c] = 0.f;
+    }
+  }
+  float m[G], l[G], acc[G][8];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    m[g] = -AC_INFINITY;
+    l[g] = 0.f;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) acc[g][c] = 0.f;
+  }
+
+  const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + kh * p.k_head + lane * 8;
+  const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + kh * p.v_head + lane * 8;
+  for (int32_t j0 = k_begin + grp; j0 < k_end; j0 += kGroups * AC_DECODE_UNROLL) {
+    ac_u32x4 kr[AC_DECODE_UNROLL], vr[AC_DECODE_UNROLL];
+    bool ok[AC_DECODE_UNROLL];
+#pragma unroll
+    for (int u = 0; u < AC_DECODE_UNROLL; ++u) {
+      const int32_t j = j0 + u * kGroups;
+      ok[u] = j < k_end;
+      int32_t block = ok[u] ? table[(j / p.block_size) * p.bt_col] : 0;
+      ok[u] = ok[u] && block >= 0 && block < p.num_blocks;
+      const int64_t slot = ok[u] ? static_cast<int64_t>(block) * p.k_tok + (j % p.block_size) * p.k_slot : 0;
+      const int64_t vslot = ok[u] ? static_cast<int64_t>(block) * p.v_tok + (j % p.block_size) * p.v_slot : 0;
+      kr[u] = ok[u] ? *reinterpret_cast<const ac_u32x4*>(kbase + slot) : ac_u32x4{0, 0, 0, 0};
+      vr[u] = ok[u] ? *reinterpret_cast<const ac_u32x4*>(vbase + vslot) : ac_u32x4{0, 0, 0, 0};
+    }
+    float s[AC_DECODE_UNROLL][G];
+#pragma unroll
+    for (int u = 0; u < AC_DECODE_UNROLL; ++u) {
+      float kv[8];
+      unpack8<T>(kr[u], kv);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float dot = 0.f;
+#pragma unroll
+        for (int c = 0; c < 8; ++c) dot += q[g][c] * kv[c];
+#pragma unroll
+        for (int mask = kLanes / 2; mask > 0; mask /= 2) dot += ac_shfl_xor(dot, mask);
+        s[u][g] = ok[u] ? dot : -AC_INFINITY;
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float mx = m[g];
+#pragma unroll
+      for (int u = 0; u < AC_DECODE_UNROLL; ++u) mx = mx > s[u][g] ? mx : s[u][g];
+      if (mx == -AC_INFINITY) continue;  // nothing valid yet
+      const float corr = ac_exp(m[g] - mx);
+      m[g] = mx;
+      l[g] *= corr;
+#pragma unroll
+      for (int c = 0; c < 8; ++c) acc[g][c] *= corr;
+#pragma unroll
+      for (int u = 0; u < AC_DECODE_UNROLL; ++u) s[u][g] = ac_exp(s[u][g] - mx);
+    }
+#pragma unroll
+    for (int u = 0; u < AC_DECODE_UNROLL; ++u) {
+      float vv[8];
+      unpack8<T>(vr[u], vv);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        if (m[g] == -AC_INFINITY) continue;
+        l[g] += s[u][g];
+#pragma unroll
+        for (int c = 0; c < 8; ++c) acc[g][c] += s[u][g] * vv[c];
+      }
+    }
+  }
+
+  // Combine the lane groups: block max, then each group's share rescaled into shared sums.
+  AC_SHARED float m_all[kGroups * G], m_blk[G], l_blk[G], acc_blk[G * D];
+  if (lane == 0)
+#pragma unroll
+    for (int g = 0; g < G; ++g) m_all[grp * G + g] = m[g];
+  for (int x = tid; x < G * D; x += AC_DECODE_THREADS) acc_blk[x] = 0.f;
+  if (tid < G) l_blk[tid] = 0.f;
+  ac_sync();
+  if (tid < G) {
+    float mx = -AC_INFINITY;
+    for (int r = 0; r < kGroups; ++r) mx = mx > m_all[r * G + tid] ? mx : m_all[r * G + tid];
+    m_blk[tid] = mx;
+  }
+  ac_sync();
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    if (g >= group || m[g] == -AC_INFINITY) continue;
+    const float w = ac_exp(m[g] - m_blk[g]);
+    if (lane == 0) ac_shared_add(&l_blk[g], l[g] * w);
+#pragma unroll
+    for (int c = 0; c < 8; ++c) ac_shared_add(&acc_blk[g * D + lane * 8 + c], acc[g][c] * w);
+  }
+  ac_sync();
+  for (int x = tid; x < group * D; x += AC_DECODE_THREADS) {
+    const int g = x / D, c = x % D;
+    const int32_t h = kh * group + g;
+    if (p.num_splits > 1) {
+      p.partial_out[((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * D + c] = acc_blk[x];
+      if (c == 0) {
+        float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * 2;
+        ml[0] = m_blk[g];
+        ml[1] = l_blk[g];
+      }
+      continue;
+    }
+    const float sink = p.sinks ? p.sinks[h] : -AC_INFINITY;
+    const float mm = m_blk[g] > sink ? m_blk[g] : sink;
+    const float scale_old = mm == -AC_INFINITY ? 0.f : ac_exp(m_blk[g] - mm);
+    const float ll = l_blk[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - mm));
+    e.store(p.out, b * p.out_tok + h * p.out_head + c, ll > 0.f ? acc_blk[x] * scale_old / ll : 0.f);
+    if (c == 0 && p.lse) p.lse[h * p.lse_head + b * p.lse_tok] = ll > 0.f ? mm + ac_log(ll) : -AC_INFINITY;
+  }
+}
+
 // merge_attn_states: one block per (token, head), threads over the head dimension.
 template <typename T>
 AC_DEVICE void merge_states_block(const ac_merge_params& p) {
@@ -252,6 +426,10 @@ AC_DEVICE void merge_states_block(const ac_merge_params& p) {
 
 }  // namespace
 
+AC_KERNEL void ac_decode_bf16_d64(ac_attention_params p) { decode_block<BF16, 64>(p); }
+AC_KERNEL void ac_decode_bf16_d128(ac_attention_params p) { decode_block<BF16, 128>(p); }
+AC_KERNEL void ac_decode_f16_d64(ac_attention_params p) { decode_block<F16, 64>(p); }
+AC_KERNEL void ac_decode_f16_d128(ac_attention_params p) { decode_block<F16, 128>(p); }
 AC_KERNEL void ac_merge_states_f32(ac_merge_params p) { merge_states_block<float>(p); }
 AC_KERNEL void ac_merge_states_f16(ac_merge_params p) { merge_states_block<F16>(p); }
 AC_KERNEL void ac_merge_states_bf16(ac_merge_params p) { merge_states_block<BF16>(p); }

@@ -7,6 +7,7 @@ const std::vector<KernelFamily>& kernel_families() {
   static const std::vector<KernelFamily> families = {
       {"varlen_fwd", {"ac_attention_f32", "ac_attention_f16", "ac_attention_bf16"}},
       {"paged_fwd", {"ac_attention_f32", "ac_attention_f16", "ac_attention_bf16"}},
+      {"paged_decode", {"ac_decode_bf16_d64", "ac_decode_bf16_d128", "ac_decode_f16_d64", "ac_decode_f16_d128"}},
       {"split_merge", {"ac_merge_f32", "ac_merge_f16", "ac_merge_bf16"}},
       {"merge_states", {"ac_merge_states_f32", "ac_merge_states_f16", "ac_merge_states_bf16"}},
   };

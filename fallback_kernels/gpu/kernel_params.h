@@ -9,6 +9,9 @@
 #define AC_MAX_HEAD_DIM 128
 #define AC_THREADS 128      // threads per block (two AMD waves, four NVIDIA warps)
 #define AC_KEY_TILE 64      // keys scored per step
+#define AC_DECODE_THREADS 256   // decode kernel: threads per block
+#define AC_DECODE_MAX_GROUP 8   // decode kernel: query heads per KV head it takes
+#define AC_DECODE_UNROLL 4      // decode kernel: keys per thread group per step
 
 typedef struct {
   const void* q;

@@ -135,22 +135,33 @@ LoadedModule& module_for(DeviceKind kind, int device) {
 }
 
 template <typename Params>
-void launch(DeviceKind kind, void* fn, unsigned gx, unsigned gy, unsigned gz, void* stream, Params& p) {
+void launch(DeviceKind kind, void* fn, unsigned gx, unsigned gy, unsigned gz, void* stream, Params& p,
+            unsigned threads = AC_THREADS) {
   void* args[] = {&p};
   int rc = kind == DeviceKind::cuda
-               ? cuda().cuLaunchKernel(fn, gx, gy, gz, AC_THREADS, 1, 1, 0, stream, args, nullptr)
-               : hip().hipModuleLaunchKernel(fn, gx, gy, gz, AC_THREADS, 1, 1, 0, stream, args, nullptr);
+               ? cuda().cuLaunchKernel(fn, gx, gy, gz, threads, 1, 1, 0, stream, args, nullptr)
+               : hip().hipModuleLaunchKernel(fn, gx, gy, gz, threads, 1, 1, 0, stream, args, nullptr);
   check(kind, rc, "kernel launch");
 }
 
 const char* suffix(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
 
-// Splits the keys of each query across blocks when the grid alone would leave the GPU idle.
-int choose_splits(const ac_attention_params& p, int multiprocessors, int64_t max_keys) {
-  const int64_t blocks = static_cast<int64_t>(p.total_q) * p.hk;
-  if (blocks >= 2 * multiprocessors || max_keys <= 512) return 1;
+// Splits the keys of each query across blocks when the grid alone would leave the GPU idle,
+// keeping at least min_keys keys per split.
+int choose_splits(int64_t blocks, int multiprocessors, int64_t max_keys, int64_t min_keys) {
+  if (blocks >= 2 * multiprocessors || max_keys <= min_keys) return 1;
   int64_t want = (2 * multiprocessors + blocks - 1) / blocks;
-  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(want, max_keys / 256), 1, 64));
+  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(want, max_keys / min_keys), 1, 64));
+}
+
+// The decode kernel takes one query per sequence over a paged cache with 16-byte rows.
+bool decode_kernel_fits(const ac_attention_params& p, DType dtype) {
+  auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  const bool strides = p.q_tok % 8 == 0 && p.q_head % 8 == 0 && p.k_tok % 8 == 0 && p.k_slot % 8 == 0 &&
+                       p.k_head % 8 == 0 && p.v_tok % 8 == 0 && p.v_slot % 8 == 0 && p.v_head % 8 == 0;
+  return p.paged && p.uniform_q == 1 && (dtype == DType::bf16 || dtype == DType::f16) &&
+         (p.head_dim == 64 || p.head_dim == 128) && p.head_dim_v == p.head_dim &&
+         p.hq / p.hk <= AC_DECODE_MAX_GROUP && aligned(p.q) && aligned(p.k) && aligned(p.v) && strides;
 }
 
 void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* stream, int64_t max_keys) {
@@ -158,10 +169,13 @@ void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* 
   if (p.total_q == 0 || p.hq == 0) return;
   DeviceScope scope(kind, device);
   LoadedModule& m = module_for(kind, device);
-  p.num_splits = choose_splits(p, m.multiprocessors, max_keys);
-  void* attention = m.functions.at(std::string("ac_attention_") + suffix(dtype));
+  const bool decode = decode_kernel_fits(p, dtype);
+  unsigned threads = decode ? AC_DECODE_THREADS : AC_THREADS;
+  void* attention = m.functions.at(decode ? std::string("ac_decode_") + suffix(dtype) + "_d" + std::to_string(p.head_dim)
+                                          : std::string("ac_attention_") + suffix(dtype));
+  p.num_splits = choose_splits(static_cast<int64_t>(p.total_q) * p.hk, m.multiprocessors, max_keys, decode ? 512 : 256);
   if (p.num_splits == 1) {
-    launch(kind, attention, p.total_q, p.hk, 1, stream, p);
+    launch(kind, attention, p.total_q, p.hk, 1, stream, p, threads);
     return;
   }
   // Partial outputs and (max, sum) per split live in stream-ordered scratch memory.
@@ -178,7 +192,7 @@ void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* 
   p.partial_out = static_cast<float*>(scratch);
   p.partial_ml = reinterpret_cast<float*>(static_cast<char*>(scratch) + out_bytes);
   try {
-    launch(kind, attention, p.total_q, p.hk, p.num_splits, stream, p);
+    launch(kind, attention, p.total_q, p.hk, p.num_splits, stream, p, threads);
     launch(kind, m.functions.at(std::string("ac_merge_") + suffix(dtype)), p.total_q, p.hq, 1, stream, p);
   } catch (...) {
     if (kind == DeviceKind::cuda) cuda().cuMemFreeAsync(reinterpret_cast<unsigned long long>(scratch), stream);
@@ -274,7 +288,9 @@ void paged_attention(const PagedArgs& a, void* stream) {
   p.max_blocks = static_cast<int32_t>(a.block_table.shape[1]);
   p.batch = static_cast<int32_t>(a.block_table.shape[0]);
   p.total_q = static_cast<int32_t>(a.q.shape[0]);
-  if (a.one_query_per_sequence) p.uniform_q = 1;
+  // One query per sequence (decode) needs no cu_seqlens_q: given, or implied by batch == tokens
+  // with max_seqlen_q == 1.
+  if (a.one_query_per_sequence || (p.batch == p.total_q && a.max_seqlen_q == 1)) p.uniform_q = 1;
   else p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
   int64_t max_keys = a.max_seqlen_k > 0 ? a.max_seqlen_k : static_cast<int64_t>(p.max_blocks) * p.block_size;
   if (a.window.left >= 0) max_keys = std::min<int64_t>(max_keys, a.window.left + 1 + std::max<int64_t>(a.window.right, 0));

@@ -23,6 +23,15 @@ AC_DEVICE void ac_sync() {
 // v_exp_f32 and v_log_f32 work in base 2.
 AC_DEVICE float ac_exp(float x) { return __builtin_amdgcn_exp2f(x * 1.4426950408889634f); }
 AC_DEVICE float ac_log(float x) { return __builtin_amdgcn_logf(x) * 0.6931471805599453f; }
+// Exchange with the lane whose index differs by `mask` (within a wave).
+AC_DEVICE float ac_shfl_xor(float v, int mask) {
+  const int lane = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+  return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute((lane ^ mask) << 2, __builtin_bit_cast(int, v)));
+}
+AC_DEVICE float ac_half_to_float(uint16_t h) { return static_cast<float>(__builtin_bit_cast(_Float16, h)); }
+AC_DEVICE void ac_shared_add(float* p, float v) {
+  __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+}
 #elif defined(__CUDACC__)
 #define AC_NVIDIA 1
 #define AC_KERNEL extern "C" __global__ __launch_bounds__(256)
@@ -36,11 +45,22 @@ AC_DEVICE int ac_block_z() { return blockIdx.z; }
 AC_DEVICE void ac_sync() { __syncthreads(); }
 AC_DEVICE float ac_exp(float x) { return exp2f(x * 1.4426950408889634f); }
 AC_DEVICE float ac_log(float x) { return __logf(x); }
+AC_DEVICE float ac_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+AC_DEVICE float ac_half_to_float(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+AC_DEVICE void ac_shared_add(float* p, float v) { atomicAdd(p, v); }
 #else
 #error "portability.hpp: compile with clang -x hip (AMD) or nvcc -x cu (NVIDIA)"
 #endif
 
 #define AC_INFINITY __builtin_huge_valf()
+
+struct alignas(16) ac_u32x4 {
+  uint32_t x, y, z, w;
+};
 
 // float16 and bfloat16 by their bits, rounding to nearest even, the same on both vendors.
 AC_DEVICE float ac_bits_to_float(uint32_t bits) {

@@ -99,7 +99,9 @@ def paged(ctx, qlen, hq, hk, d, block_size, dtype=torch.bfloat16):
 
 
 DECODE = [
-    # name, ctx lens, block size, window, sinks
+    # name, ctx lens, block size, window, sinks[, head dim, dtype, q heads]
+    ("head dim 128 fp16", [5000, 3, 64], 16, (-1, -1), "random", 128, torch.float16, 64),
+    ("group 16 (generic kernel)", [3000, 7], 32, (-1, -1), "random", 64, torch.bfloat16, 128),
     ("gpt-oss decode block 16", [4096, 1, 100, 3000], 16, (-1, -1), "random"),
     ("gpt-oss decode block 32 window 128", [4096, 50, 129], 32, (127, 0), "random"),
     ("gpt-oss decode block 64", [777, 2048], 64, (-1, -1), "large"),
@@ -111,9 +113,10 @@ DECODE = [
 
 @pytest.mark.parametrize("case", DECODE, ids=[c[0] for c in DECODE])
 def test_paged_decode(case):
-    name, ctx, bs, window, sink_kind = case
-    q, kc, vc, table, used, _ = paged(ctx, [1] * len(ctx), 64, 8, 64, bs)
-    sinks = sinks_for(sink_kind, 64)
+    name, ctx, bs, window, sink_kind = case[:5]
+    d, dtype, hq = case[5:] if len(case) > 5 else (64, torch.bfloat16, 64)
+    q, kc, vc, table, used, _ = paged(ctx, [1] * len(ctx), hq, 8, d, bs, dtype)
+    sinks = sinks_for(sink_kind, hq)
     want, want_lse = aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=0.125,
                                                          window_size=window, sinks=sinks, return_lse=True)
     g = lambda t: None if t is None else t.cuda()
@@ -121,7 +124,7 @@ def test_paged_decode(case):
     got, lse = aiter_compat.paged_attention_decode(g(q), g(kc), g(vc), g(table), g(used), softmax_scale=0.125,
                                                    window_size=window, sinks=g(sinks), out=out, return_lse=True)
     torch.cuda.synchronize()
-    record(f"decode: {name}", got, want, 2e-3 if q.dtype != torch.bfloat16 else 1e-2)
+    record(f"decode: {name}", got, want, 2e-3)
     assert ((lse.cpu() - want_lse).abs() / want_lse.abs().clamp(min=1)).max().item() <= 1e-4
 
 
@@ -139,6 +142,21 @@ def test_unified_attention_extend(block_size):
                                    (127, 0), g(table), 0, None, None, None, sinks=g(sinks))
     torch.cuda.synchronize()
     record(f"unified_attention extend block {block_size}", got, want, 1e-2)
+
+
+def test_unified_attention_decode_batch():
+    ctx = [4096, 17, 300, 2048]
+    q, kc, vc, table, used, cu_q = paged(ctx, [1] * 4, 64, 8, 64, 16)
+    sinks = torch.randn(64)
+    want = torch.empty_like(q)
+    aiter_compat.unified_attention(q, kc, vc, want, cu_q, 1, used, max(ctx), 0.125, True, (-1, -1), table, 0,
+                                   None, None, None, sinks=sinks)
+    got = torch.full(q.shape, float("nan"), dtype=q.dtype, device=DEV)
+    g = lambda t: t.cuda()
+    aiter_compat.unified_attention(g(q), g(kc), g(vc), got, g(cu_q), 1, g(used), max(ctx), 0.125, True, (-1, -1),
+                                   g(table), 0, None, None, None, sinks=g(sinks))
+    torch.cuda.synchronize()
+    record("unified_attention decode (max_seqlen_q 1)", got, want, 2e-3)
 
 
 def test_outputs_come_back_as_torch_on_the_device():
