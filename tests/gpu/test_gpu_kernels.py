@@ -124,7 +124,7 @@ def test_paged_decode(case):
     got, lse = aiter_compat.paged_attention_decode(g(q), g(kc), g(vc), g(table), g(used), softmax_scale=0.125,
                                                    window_size=window, sinks=g(sinks), out=out, return_lse=True)
     torch.cuda.synchronize()
-    record(f"decode: {name}", got, want, 2e-3)
+    record(f"decode: {name}", got, want, 2e-3 if q.dtype != torch.bfloat16 else 1e-2)
     assert ((lse.cpu() - want_lse).abs() / want_lse.abs().clamp(min=1)).max().item() <= 1e-4
 
 
@@ -156,7 +156,7 @@ def test_unified_attention_decode_batch():
     aiter_compat.unified_attention(g(q), g(kc), g(vc), got, g(cu_q), 1, g(used), max(ctx), 0.125, True, (-1, -1),
                                    g(table), 0, None, None, None, sinks=g(sinks))
     torch.cuda.synchronize()
-    record("unified_attention decode (max_seqlen_q 1)", got, want, 2e-3)
+    record("unified_attention decode (max_seqlen_q 1)", got, want, 1e-2)
 
 
 def test_outputs_come_back_as_torch_on_the_device():
