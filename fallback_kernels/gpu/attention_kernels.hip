@@ -295,12 +295,14 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
 
   const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + kh * p.k_head + lane * 8;
   const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + kh * p.v_head + lane * 8;
-  for (int32_t j0 = k_begin + grp; j0 < k_end; j0 += kGroups * AC_DECODE_UNROLL) {
+  // Every lane runs the same iterations (the lane exchanges need the whole warp); keys past the
+  // end are masked, not skipped.
+  for (int32_t base = k_begin; base < k_end; base += kGroups * AC_DECODE_UNROLL) {
     ac_u32x4 kr[AC_DECODE_UNROLL], vr[AC_DECODE_UNROLL];
     bool ok[AC_DECODE_UNROLL];
 #pragma unroll
     for (int u = 0; u < AC_DECODE_UNROLL; ++u) {
-      const int32_t j = j0 + u * kGroups;
+      const int32_t j = base + grp + u * kGroups;
       ok[u] = j < k_end;
       int32_t block = ok[u] ? table[(j / p.block_size) * p.bt_col] : 0;
       ok[u] = ok[u] && block >= 0 && block < p.num_blocks;
@@ -354,9 +356,10 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
 
   // Combine the lane groups: block max, then each group's share rescaled into shared sums.
   AC_SHARED float m_all[kGroups * G], m_blk[G], l_blk[G], acc_blk[G * D];
-  if (lane == 0)
+  if (lane == 0) {
 #pragma unroll
     for (int g = 0; g < G; ++g) m_all[grp * G + g] = m[g];
+  }
   for (int x = tid; x < G * D; x += AC_DECODE_THREADS) acc_blk[x] = 0.f;
   if (tid < G) l_blk[tid] = 0.f;
   ac_sync();
