@@ -14,6 +14,7 @@
 #include "aiter_compat/shim/router.hpp"
 #include "aiter_compat/shim/validate.hpp"
 #include "embedded_python_reader.hpp"
+#include "launcher.hpp"
 #include "reference_attention.hpp"
 
 namespace aiter_compat::capi {
@@ -115,7 +116,7 @@ std::vector<KeywordArg> keywords(const Route& r, const CallFeatures& f, const st
 }
 
 aiter_compat_status run_route(const Route& r, const CallFeatures& f, const std::vector<KeywordArg>& all,
-                              const DLTensor* lse, const std::function<void()>& cpu) {
+                              const DLTensor* lse, const std::function<void()>& cpu, const std::function<void()>& gpu) {
   switch (r.kind) {
     case RouteKind::aiter: {
       std::string error = call_aiter(r.module, r.function, keywords(r, f, all), lse);
@@ -123,6 +124,13 @@ aiter_compat_status run_route(const Route& r, const CallFeatures& f, const std::
     }
     case RouteKind::fallback_cpu:
       cpu();
+      return AITER_COMPAT_OK;
+    case RouteKind::fallback_gpu:
+      try {
+        gpu();
+      } catch (const gpu::GpuError& e) {
+        return fail(AITER_COMPAT_NO_ROUTE, r.target + " failed: " + e.what());
+      }
       return AITER_COMPAT_OK;
     default:
       throw RouteError(to_string(f.op), f.describe(), r.candidates);
@@ -193,15 +201,18 @@ VarlenCall prepare_varlen(const aiter_compat_varlen_args* a) {
 
 }  // namespace
 
-extern "C" aiter_compat_status aiter_compat_varlen_attention(const aiter_compat_varlen_args* a, void* /*stream*/) {
+extern "C" aiter_compat_status aiter_compat_varlen_attention(const aiter_compat_varlen_args* a, void* stream) {
   return guarded([&] {
     VarlenCall c = prepare_varlen(a);
     auto r = router();
     const Route& route = r->route(c.features);
-    return run_route(route, c.features, c.keywords, a->lse, [&] {
-      validate_varlen(c.args, true);
-      cpu::varlen_attention(c.args);
-    });
+    return run_route(
+        route, c.features, c.keywords, a->lse,
+        [&] {
+          validate_varlen(c.args, true);
+          cpu::varlen_attention(c.args);
+        },
+        [&] { gpu::varlen_attention(c.args, stream); });  // metadata checked in prepare_varlen
   });
 }
 
@@ -219,7 +230,7 @@ extern "C" aiter_compat_status aiter_compat_explain_varlen(const aiter_compat_va
   });
 }
 
-extern "C" aiter_compat_status aiter_compat_paged_attention(const aiter_compat_paged_args* a, void* /*stream*/) {
+extern "C" aiter_compat_status aiter_compat_paged_attention(const aiter_compat_paged_args* a, void* stream) {
   return guarded([&] {
     if (!a) throw ArgumentError("args", "NULL", "a pointer to aiter_compat_paged_args");
     need("q", a->q), need("k_cache", a->k_cache), need("v_cache", a->v_cache), need("out", a->out);
@@ -253,9 +264,12 @@ extern "C" aiter_compat_status aiter_compat_paged_attention(const aiter_compat_p
         {"sinks", a->sinks}};
     auto r = router();
     const Route& route = r->route(f);
-    return run_route(route, f, all, nullptr, [&] {
-      validate_paged(p, true);
-      cpu::paged_attention(p);
-    });
+    return run_route(
+        route, f, all, nullptr,
+        [&] {
+          validate_paged(p, true);
+          cpu::paged_attention(p);
+        },
+        [&] { gpu::paged_attention(p, stream); });
   });
 }
