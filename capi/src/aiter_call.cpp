@@ -3,28 +3,11 @@
 
 #include "aiter_call.hpp"
 
+#include "embedded_python_reader.hpp"
 #include "embedded_text.hpp"
 
 namespace aiter_compat::capi {
 namespace {
-
-std::string fetch_error() {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  std::string text = "unknown Python error";
-  if (value) {
-    PyObject* s = PyObject_Str(value);
-    const char* c = s ? PyUnicode_AsUTF8(s) : nullptr;
-    text = std::string(type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "Exception") + ": " + (c ? c : "?");
-    Py_XDECREF(s);
-  }
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  PyErr_Clear();
-  return text;
-}
 
 PyObject* glue() {  // under the GIL
   static PyObject* module = nullptr;
@@ -85,7 +68,7 @@ std::string torch_problem() {
   std::string why;
   PyObject* m = glue();
   PyObject* r = m ? PyObject_CallMethod(m, "torch_available", nullptr) : nullptr;
-  if (!r) why = "cannot check for torch: " + fetch_error();
+  if (!r) why = "cannot check for torch: " + fetch_python_error();
   else if (r != Py_True) why = "torch cannot be imported here, and AITer's Python entry points take torch tensors";
   Py_XDECREF(r);
   PyGILState_Release(gil);
@@ -102,16 +85,16 @@ std::string call_aiter(const std::string& module, const std::string& function, c
     PyObject* value = to_python(kw.value);
     if (!value || PyDict_SetItemString(dict, kw.name.c_str(), value) < 0) {
       Py_XDECREF(value);
-      error = "preparing " + kw.name + ": " + fetch_error();
+      error = "preparing " + kw.name + ": " + fetch_python_error();
       break;
     }
     Py_DECREF(value);
   }
-  if (error.empty() && lse_out && !(lse = wrap(lse_out))) error = "preparing lse: " + fetch_error();
+  if (error.empty() && lse_out && !(lse = wrap(lse_out))) error = "preparing lse: " + fetch_python_error();
   if (error.empty()) {
     PyObject* r = PyObject_CallMethod(glue(), "call", "ssOO", module.c_str(), function.c_str(), dict,
                                       lse ? lse : Py_None);
-    if (!r) error = fetch_error();
+    if (!r) error = fetch_python_error();
     Py_XDECREF(r);
   }
   Py_XDECREF(lse);

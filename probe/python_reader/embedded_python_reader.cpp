@@ -32,25 +32,6 @@ void ensure_interpreter() {
   });
 }
 
-std::string fetch_python_error() {
-  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  std::string text = "unknown Python error";
-  if (value) {
-    PyObject* s = PyObject_Str(value);
-    const char* c = s ? PyUnicode_AsUTF8(s) : nullptr;
-    const char* tn = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "Exception";
-    text = std::string(tn) + ": " + (c ? c : "?");
-    Py_XDECREF(s);
-  }
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  PyErr_Clear();
-  return text;
-}
-
 std::string ops_argument() {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& spec : attention_ops()) ops.push_back({{"name", spec.name}, {"modules", spec.modules}});
@@ -73,6 +54,25 @@ PyObject* introspect_module(std::string& error) {
 }
 
 }  // namespace
+
+std::string fetch_python_error() {
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  std::string text = "unknown Python error";
+  if (value) {
+    PyObject* s = PyObject_Str(value);
+    const char* c = s ? PyUnicode_AsUTF8(s) : nullptr;
+    const char* tn = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "Exception";
+    text = std::string(tn) + ": " + (c ? c : "?");
+    Py_XDECREF(s);
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+  return text;
+}
 
 ChannelReading EmbeddedPythonReader::read(Channel channel, const std::string& aiter_root) {
   ChannelReading failed;

@@ -2,9 +2,14 @@
 // The Python channels through CPython's C API. Works in a process that already runs Python (the
 // aiter_compat module: it attaches to the host interpreter) and in one that does not (the CLI:
 // it starts an interpreter once and never finalises it, since torch may have been imported).
+#include <string>
+
 #include "aiter_compat/probe/readings.hpp"
 
 namespace aiter_compat {
+
+// The pending Python exception as "Type: message", cleared; the GIL must be held.
+std::string fetch_python_error();
 
 class EmbeddedPythonReader : public PythonReader {
  public:

@@ -68,6 +68,18 @@ const std::set<std::string>& cpu_unsupported(OpId op) {
   return none;
 }
 
+// What both fallback families refuse: dtypes, the parameters the CPU kernels lack (plus `extra`
+// for the GPU ones), and StreamingLLM's sink_size.
+void add_kernel_limits(const CallFeatures& f, const std::set<std::string>& extra, std::vector<std::string>& reasons) {
+  if (f.dtype != DType::f16 && f.dtype != DType::bf16 && f.dtype != DType::f32)
+    reasons.push_back("takes float16, bfloat16 or float32, not " + to_string(f.dtype));
+  const OpSignature& sig = signature(f.op);
+  for (size_t i = 0; i < sig.params.size(); ++i)
+    if ((f.nondefault >> i) & 1u && (cpu_unsupported(f.op).count(sig.params[i].name) || extra.count(sig.params[i].name)))
+      reasons.push_back(sig.params[i].name + " is not supported");
+  if (f.window_sink_size) reasons.push_back("window_size sink_size > 0 (StreamingLLM) is not supported");
+}
+
 std::string kernel_name(OpId op) {
   switch (op) {
     case OpId::flash_attn_varlen_func: return "varlen_fwd";
@@ -200,14 +212,7 @@ Candidate Router::cpu_candidate(const CallFeatures& f) const {
   Candidate c;
   c.name = "fallback " + kernel_name(f.op) + " (cpu reference)";
   if (f.device != DeviceKind::cpu) c.reasons.push_back("runs on CPU tensors; these are on " + to_string(f.device));
-  if (f.dtype != DType::f16 && f.dtype != DType::bf16 && f.dtype != DType::f32)
-    c.reasons.push_back("takes float16, bfloat16 or float32, not " + to_string(f.dtype));
-  const OpSignature& sig = signature(f.op);
-  const auto& unsupported = cpu_unsupported(f.op);
-  for (size_t i = 0; i < sig.params.size(); ++i)
-    if ((f.nondefault >> i) & 1u && unsupported.count(sig.params[i].name))
-      c.reasons.push_back(sig.params[i].name + " is not supported");
-  if (f.window_sink_size) c.reasons.push_back("window_size sink_size > 0 (StreamingLLM) is not supported");
+  add_kernel_limits(f, {}, c.reasons);
   c.accepted = c.reasons.empty();
   return c;
 }
@@ -228,8 +233,7 @@ Candidate Router::gpu_candidate(const CallFeatures& f) const {
     for (const auto& a : caps_.gpu_fallback_archs) built += (built.empty() ? "" : ", ") + a;
     c.reasons.push_back("no kernel built for " + caps_.gpu_arch + " (built: " + built + ")");
   }
-  if (f.dtype != DType::f16 && f.dtype != DType::bf16 && f.dtype != DType::f32)
-    c.reasons.push_back("takes float16, bfloat16 or float32, not " + to_string(f.dtype));
+  add_kernel_limits(f, {"logits_soft_cap", "softcap"}, c.reasons);
   const bool attention = f.op != OpId::merge_attn_states;  // the merge takes any head dim
   if (attention && ((f.head_dim_qk != 64 && f.head_dim_qk != 128) || f.head_dim_v != f.head_dim_qk))
     c.reasons.push_back("head dims " + std::to_string(f.head_dim_qk) + "/" + std::to_string(f.head_dim_v) +
@@ -238,12 +242,6 @@ Candidate Router::gpu_candidate(const CallFeatures& f) const {
     c.reasons.push_back(std::to_string(f.q_heads / f.kv_heads) + " query heads per KV head: at most 16");
   if (f.block_size && f.block_size != 16 && f.block_size != 32 && f.block_size != 64)
     c.reasons.push_back("block size " + std::to_string(f.block_size) + ": the GPU kernels take 16, 32 or 64");
-  const OpSignature& sig = signature(f.op);
-  for (size_t i = 0; i < sig.params.size(); ++i)
-    if ((f.nondefault >> i) & 1u && (cpu_unsupported(f.op).count(sig.params[i].name) ||
-                                     sig.params[i].name == "logits_soft_cap" || sig.params[i].name == "softcap"))
-      c.reasons.push_back(sig.params[i].name + " is not supported");
-  if (f.window_sink_size) c.reasons.push_back("window_size sink_size > 0 (StreamingLLM) is not supported");
   c.accepted = c.reasons.empty();
   return c;
 }

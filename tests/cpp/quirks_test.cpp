@@ -10,19 +10,7 @@ using namespace aiter_compat::testing_support;
 
 namespace {
 
-ProbeReport report_for(const char* version, const char* arch) {
-  FakePythonReader py;
-  py.static_reading = reading_from_matrix(*CompatMatrix::builtin().find_exact(version));
-  ProbeOptions o;
-  o.native = o.device = false;
-  ProbeReport r = run_probe(o, py);
-  if (arch) {
-    r.device.present = true;
-    r.device.arch = arch;
-  }
-  r.quirks = match_quirks(CompatMatrix::builtin(), r);
-  return r;
-}
+ProbeReport report_for(const char* version, const char* arch) { return report_for_release(version, arch); }
 
 const QuirkHit* hit(const ProbeReport& r, const std::string& id) {
   auto it = std::find_if(r.quirks.begin(), r.quirks.end(), [&](const QuirkHit& q) { return q.id == id; });

@@ -8,13 +8,7 @@ using namespace aiter_compat;
 using namespace aiter_compat::testing_support;
 
 namespace {
-ProbeReport report_for(const char* version) {
-  FakePythonReader py;
-  py.static_reading = reading_from_matrix(*CompatMatrix::builtin().find_exact(version));
-  ProbeOptions o;
-  o.native = o.device = false;
-  return run_probe(o, py);
-}
+ProbeReport report_for(const char* version) { return report_for_release(version); }
 }  // namespace
 
 TEST(RequireSinks, MetWhenAnyEntryPointTakesThem) {

@@ -12,16 +12,7 @@ using namespace aiter_compat::testing_support;
 namespace {
 
 Capabilities caps_for(const char* version, const char* arch = nullptr) {
-  FakePythonReader py;
-  py.static_reading = reading_from_matrix(*CompatMatrix::builtin().find_exact(version));
-  ProbeOptions o;
-  o.native = o.device = false;
-  ProbeReport r = run_probe(o, py);
-  if (arch) {
-    r.device.present = true;
-    r.device.arch = arch;
-  }
-  return Capabilities::from_report(r, CompatMatrix::builtin());
+  return Capabilities::from_report(report_for_release(version, arch), CompatMatrix::builtin());
 }
 
 uint32_t bit(OpId op, const char* param) { return 1u << signature(op).index_of(param); }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "aiter_compat/probe/matrix.hpp"
+#include "aiter_compat/probe/probe.hpp"
 #include "aiter_compat/probe/readings.hpp"
 
 namespace aiter_compat::testing_support {
@@ -62,5 +63,20 @@ class FakePythonReader : public PythonReader {
     return static_reading;
   }
 };
+
+// The report of an install equal to a matrix release, probed offline, on the GPU arch given.
+inline ProbeReport report_for_release(const char* version, const char* arch = nullptr) {
+  FakePythonReader py;
+  py.static_reading = reading_from_matrix(*CompatMatrix::builtin().find_exact(version));
+  ProbeOptions o;
+  o.native = o.device = false;
+  ProbeReport r = run_probe(o, py);
+  if (arch) {
+    r.device.present = true;
+    r.device.arch = arch;
+    r.quirks = match_quirks(CompatMatrix::builtin(), r);
+  }
+  return r;
+}
 
 }  // namespace aiter_compat::testing_support
