@@ -91,3 +91,30 @@ def test_reroute_warns_once(fixture_pkg):
 def test_exits_cleanly_after_use():
     proc = run("import aiter_compat as a; a.probe(); a.set_policy('auto'); a.probe()")
     assert proc.returncode == 0 and "Fatal" not in proc.stderr
+
+
+def test_first_use_from_many_threads():
+    """Threads racing to the first call share one probe and one route, each with its own result."""
+    code = r"""
+import threading, numpy as np, aiter_compat as a
+from attention_reference import attention
+rng = np.random.default_rng()
+results, errors = [None] * 12, []
+def work(i):
+    try:
+        q = rng.standard_normal((6, 4, 8)).astype(np.float32)
+        cu = np.array([0, 6], np.int32)
+        out = a.flash_attn_varlen_func(q, q, q, cu, cu, 6, 6, causal=True, sink_ptr=np.zeros(4, np.float32))
+        want, _ = attention(q, q, q, 8 ** -0.5, True, sink=np.zeros(4))
+        results[i] = float(np.abs(out - want).max())
+    except Exception as e:
+        errors.append(repr(e))
+threads = [threading.Thread(target=work, args=(i,)) for i in range(12)]
+[t.start() for t in threads]; [t.join() for t in threads]
+assert not errors, errors
+assert max(results) < 1e-5, results
+assert len(a.routes()) == 1, a.routes()
+print("ok")
+"""
+    proc = run(code, PYTHONPATH=f"{BUILD_PYTHON}:{os.path.join(SOURCE, 'tests', 'python')}")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
