@@ -3,11 +3,85 @@
 #include <dlpack/dlpack.h>
 
 #include "aiter_compat/shim/errors.hpp"
+#include "call_binding.hpp"
 
 namespace aiter_compat::py {
 
+namespace {
+
+// torch tensors are read through their own C methods: Tensor.__dlpack__ is Python code that
+// costs several microseconds per tensor, most of a GPU fallback call's host time.
+bool is_torch_tensor(PyObject* obj) {
+  static PyTypeObject* tensor_type = nullptr;
+  if (!tensor_type) {
+    PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed
+    if (!torch) return false;
+    Ref type(PyObject_GetAttrString(torch, "Tensor"));
+    if (!type || !PyType_Check(type.get())) {
+      PyErr_Clear();
+      return false;
+    }
+    tensor_type = reinterpret_cast<PyTypeObject*>(type.release());  // kept for the process
+  }
+  return PyObject_TypeCheck(obj, tensor_type);
+}
+
+bool torch_is_rocm() {
+  static int rocm = -1;
+  if (rocm < 0) {
+    Ref version(PyImport_ImportModule("torch.version"));
+    Ref hip(version ? PyObject_GetAttrString(version.get(), "hip") : nullptr);
+    PyErr_Clear();
+    rocm = hip && hip.get() != Py_None;
+  }
+  return rocm == 1;
+}
+
+int64_t as_i64(PyObject* o) {
+  long long v = PyLong_AsLongLong(o);
+  if (v == -1 && PyErr_Occurred()) throw PythonErrorSet{};
+  return v;
+}
+
+TensorView torch_view(const char* name, PyObject* obj) {
+  TensorView v;
+  Ref ptr(check(PyObject_CallMethod(obj, "data_ptr", nullptr)));
+  Ref shape(check(PyObject_GetAttrString(obj, "shape")));
+  Ref strides(check(PyObject_CallMethod(obj, "stride", nullptr)));
+  Ref dtype(check(PyObject_GetAttrString(obj, "dtype")));
+  Ref device(check(PyObject_CallMethod(obj, "get_device", nullptr)));
+  const Py_ssize_t ndim = PyTuple_Size(shape.get());
+  if (ndim < 0 || ndim > 8 || PyTuple_Size(strides.get()) != ndim)
+    throw ArgumentError(name, std::to_string(ndim) + " dimensions", "a tensor of up to 8 dimensions");
+  v.data = PyLong_AsVoidPtr(ptr.get());
+  v.ndim = static_cast<int>(ndim);
+  for (Py_ssize_t i = 0; i < ndim; ++i) {
+    v.shape[i] = as_i64(PyTuple_GET_ITEM(shape.get(), i));
+    v.strides[i] = as_i64(PyTuple_GET_ITEM(strides.get(), i));
+  }
+  v.dtype = dtype_of_object(dtype.get());
+  const int bits = static_cast<int>(element_size(v.dtype) * 8);
+  v.raw_dtype = {static_cast<uint8_t>(v.dtype == DType::bf16 ? kDLBfloat
+                                      : v.dtype == DType::i32 || v.dtype == DType::i64 ? kDLInt
+                                                                                       : kDLFloat),
+                 static_cast<uint8_t>(bits), 1};
+  const int64_t index = as_i64(device.get());
+  v.device = index < 0 ? DeviceKind::cpu : torch_is_rocm() ? DeviceKind::rocm : DeviceKind::cuda;
+  v.device_id = index < 0 ? 0 : static_cast<int>(index);
+  return v;
+}
+
+}  // namespace
+
 TensorView ImportedTensors::add(const char* name, PyObject* obj) {
   if (!obj || obj == Py_None) return {};
+  if (is_torch_tensor(obj)) {
+    TensorView v = torch_view(name, obj);
+    if (v.dtype != DType::unsupported) {
+      capsules_.push_back(Ref::borrow(obj));  // keeps the tensor (and its memory) alive
+      return v;
+    }
+  }
   Ref capsule(PyObject_CallMethod(obj, "__dlpack__", nullptr));
   if (!capsule) {
     PyObject *type, *value, *tb;

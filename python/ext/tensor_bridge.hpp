@@ -13,8 +13,9 @@ namespace aiter_compat::py {
 
 class ImportedTensors {
  public:
-  // Exports obj through __dlpack__ and keeps the capsule until this object dies. None gives an
-  // undefined view. Throws ArgumentError naming `name` when obj cannot be exported.
+  // Exports obj through __dlpack__ (torch tensors: read through their C methods) and keeps it
+  // alive until this object dies. None gives an undefined view. Throws ArgumentError naming
+  // `name` when obj cannot be exported.
   TensorView add(const char* name, PyObject* obj);
 
  private:
