@@ -354,30 +354,61 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
     }
   }
 
-  // Combine the lane groups: block max, then each group's share rescaled into shared sums.
-  AC_SHARED float m_all[kGroups * G], m_blk[G], l_blk[G], acc_blk[G * D];
-  if (lane == 0) {
+  // Combine the lane groups: first inside each warp with lane exchanges (groups of one warp
+  // differ in the lane bits from kLanes up), then across warps in shared memory. No atomics: the
+  // shared-memory atomics this replaced serialised on G * D addresses and cost more than the keys.
+  constexpr int kWarps = AC_DECODE_THREADS / AC_WARP_SIZE;
+  AC_SHARED float m_warp[kWarps * G], l_warp[kWarps * G], acc_warp[kWarps * G * D], m_blk[G], l_blk[G];
+  const int warp = tid / AC_WARP_SIZE, in_warp = tid % AC_WARP_SIZE;
+  float mw[G];
 #pragma unroll
-    for (int g = 0; g < G; ++g) m_all[grp * G + g] = m[g];
+  for (int g = 0; g < G; ++g) {
+    mw[g] = m[g];
+#pragma unroll
+    for (int mask = kLanes; mask < AC_WARP_SIZE; mask *= 2) {
+      const float other = ac_shfl_xor(mw[g], mask);
+      mw[g] = mw[g] > other ? mw[g] : other;
+    }
   }
-  for (int x = tid; x < G * D; x += AC_DECODE_THREADS) acc_blk[x] = 0.f;
-  if (tid < G) l_blk[tid] = 0.f;
+  if (in_warp == 0) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) m_warp[warp * G + g] = mw[g];
+  }
   ac_sync();
   if (tid < G) {
     float mx = -AC_INFINITY;
-    for (int r = 0; r < kGroups; ++r) mx = mx > m_all[r * G + tid] ? mx : m_all[r * G + tid];
+    for (int w = 0; w < kWarps; ++w) mx = mx > m_warp[w * G + tid] ? mx : m_warp[w * G + tid];
     m_blk[tid] = mx;
   }
   ac_sync();
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    if (g >= group || m[g] == -AC_INFINITY) continue;
-    const float w = ac_exp(m[g] - m_blk[g]);
-    if (lane == 0) ac_shared_add(&l_blk[g], l[g] * w);
+    const float w = m[g] == -AC_INFINITY ? 0.f : ac_exp(m[g] - m_blk[g]);
+    float lw = l[g] * w;
 #pragma unroll
-    for (int c = 0; c < 8; ++c) ac_shared_add(&acc_blk[g * D + lane * 8 + c], acc[g][c] * w);
+    for (int mask = kLanes; mask < AC_WARP_SIZE; mask *= 2) lw += ac_shfl_xor(lw, mask);
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      float a = acc[g][c] * w;
+#pragma unroll
+      for (int mask = kLanes; mask < AC_WARP_SIZE; mask *= 2) a += ac_shfl_xor(a, mask);
+      if (in_warp < kLanes) acc_warp[(warp * G + g) * D + lane * 8 + c] = a;
+    }
+    if (in_warp == 0) l_warp[warp * G + g] = lw;
   }
   ac_sync();
+  if (tid < G) {
+    float sum = 0.f;
+    for (int w = 0; w < kWarps; ++w) sum += l_warp[w * G + tid];
+    l_blk[tid] = sum;
+  }
+  for (int x = tid; x < G * D; x += AC_DECODE_THREADS) {
+    float sum = 0.f;
+    for (int w = 0; w < kWarps; ++w) sum += acc_warp[w * G * D + x];
+    acc_warp[x] = sum;  // warp 0's slot now holds the block's sum (each x is read and written by one thread)
+  }
+  ac_sync();
+  const float* acc_blk = acc_warp;
   for (int x = tid; x < group * D; x += AC_DECODE_THREADS) {
     const int g = x / D, c = x % D;
     const int32_t h = kh * group + g;
