@@ -26,7 +26,7 @@ export AITER_COMPAT_PYTHONPATH=$PWD/build-gpu/python PYTHONPATH=$PWD/build-gpu/p
 AITER_COMPAT_GPU_SUMMARY=$OUT/gpu_summary.json timeout 300 "$PY" -m pytest -q -rs tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
 tests_rc=${PIPESTATUS[0]}
 san_rc=0
-for tool in memcheck racecheck; do
+for tool in ${SANITIZERS:-memcheck racecheck}; do
   timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$PY" tests/gpu/sanitizer_cases.py > "$OUT/$tool.log" 2>&1
   rc=$?
   echo "compute-sanitizer $tool: rc=$rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases ran' "$OUT/$tool.log" | tr '\n' ' ')"
