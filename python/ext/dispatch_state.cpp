@@ -77,6 +77,16 @@ void DispatchState::note_route(const Route& route, const CallFeatures& f) {
                  route.kind == RouteKind::refused ? "no route" : route.target, why);
 }
 
+void DispatchState::disable_aiter(const std::string& why) {
+  Capabilities caps = router_->capabilities();
+  caps.aiter_problem = why;
+  Policy policy = router_->policy();
+  bindings_.clear();
+  router_ = std::make_unique<Router>(std::move(caps), policy);
+  warned_.clear();
+  logger()->warn("AITer is routed around from now on: {}", why);
+}
+
 const AiterBinding* DispatchState::aiter_binding(const Route& route, const CallFeatures& f) {
   auto it = bindings_.find(&route);
   if (it != bindings_.end()) return &it->second;

@@ -34,6 +34,9 @@ class DispatchState {
   const AiterBinding* aiter_binding(const Route& route, const CallFeatures& f);
   // Logs the first reroute of each operation.
   void note_route(const Route& route, const CallFeatures& f);
+  // AITer's function could not be reached (its import raised, say): decide every route again
+  // without AITer, with `why` as the reason. Invalidates routes and bindings handed out before.
+  void disable_aiter(const std::string& why);
 
  private:
   DispatchState(std::optional<Policy> policy);

@@ -8,6 +8,7 @@
 #include "aiter_compat/shim/errors.hpp"
 #include "call_binding.hpp"
 #include "dispatch_state.hpp"
+#include "embedded_python_reader.hpp"
 #include "run_fallback.hpp"
 
 namespace aiter_compat::py {
@@ -84,10 +85,14 @@ PyObject* guarded(F&& body) {
   }
 }
 
-PyObject* call_aiter(const BoundCall& call, const CallFeatures& f, const Route& route) {
+// nullptr with *unreachable set when AITer's function cannot be imported: the caller routes again.
+PyObject* call_aiter(const BoundCall& call, const CallFeatures& f, const Route& route, std::string* unreachable) {
   DispatchState& state = DispatchState::get();
   const AiterBinding* b = state.aiter_binding(route, f);
-  if (!b) throw PythonErrorSet{};
+  if (!b) {
+    *unreachable = "import " + route.module + " failed: " + fetch_python_error();
+    return nullptr;
+  }
   PyObject* argv[kMaxParams];
   Ref adapted;
   for (size_t k = 0; k < b->params.size(); ++k) argv[k] = call.values[b->params[k]];
@@ -109,11 +114,17 @@ PyObject* dispatch(OpId op, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     bind(signature(op), args, nargs, kwnames, &call);
     CallFeatures f = features_of(call);
     DispatchState& state = DispatchState::get();
-    const Route& route = state.router().route(f);
-    if (route.kind == RouteKind::aiter) return call_aiter(call, f, route);
-    state.note_route(route, f);
-    if (route.kind == RouteKind::refused) throw RouteError(to_string(op), f.describe(), route.candidates);
-    return run_fallback(call, f, route).release();
+    const Route* route = &state.router().route(f);
+    if (route->kind == RouteKind::aiter) {
+      std::string unreachable;
+      if (PyObject* result = call_aiter(call, f, *route, &unreachable)) return result;
+      if (unreachable.empty()) return nullptr;  // AITer ran and raised: its error stands
+      state.disable_aiter(unreachable);
+      route = &state.router().route(f);
+    }
+    state.note_route(*route, f);
+    if (route->kind == RouteKind::refused) throw RouteError(to_string(op), f.describe(), route->candidates);
+    return run_fallback(call, f, *route).release();
   });
 }
 

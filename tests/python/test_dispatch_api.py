@@ -118,3 +118,32 @@ print("ok")
 """
     proc = run(code, PYTHONPATH=f"{BUILD_PYTHON}:{os.path.join(SOURCE, 'tests', 'python')}")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_aiter_that_fails_to_import_is_routed_around(fixture_pkg):
+    """The static probe sees a good install, but importing it raises (a missing ROCm library):
+    the call does not fail with ImportError; AITer is dropped from the routes, with the reason."""
+    site, pkg = fixture_pkg("0.1.12")
+    with open(f"{pkg}/ops/mha.py", "a") as f:
+        f.write("raise ImportError('libamdhip64.so: cannot open shared object file')\n")
+    code = r"""
+import aiter_compat as a
+class RocmTensor:
+    def __init__(self, *shape, dtype="bfloat16"):
+        self.shape, self.dtype = shape, dtype
+    def __dlpack_device__(self):
+        return (10, 0)
+q, k = RocmTensor(8, 64, 64), RocmTensor(8, 8, 64)
+for attempt in range(2):
+    try:
+        a.flash_attn_varlen_func(q, k, k, RocmTensor(2, dtype="int32"), RocmTensor(2, dtype="int32"), 8, 8,
+                                 sink_ptr=RocmTensor(64, dtype="float32"))
+    except a.AiterCompatError as e:
+        print(type(e).__name__, "import aiter.ops.mha failed: ImportError: libamdhip64.so" in str(e))
+    except ImportError as e:
+        print("ImportError escaped", e)
+"""
+    proc = run(code, PYTHONPATH=f"{BUILD_PYTHON}:{site}")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["AiterCompatError True", "AiterCompatError True"], proc.stdout
+    assert proc.stderr.count("AITer is routed around from now on") == 1
