@@ -1,0 +1,84 @@
+/* A stand-in libcuda.so.1 for testing the runtime binding, the GPU probe and the launcher on a
+ * machine without a GPU. Device 0 reports compute capability 9.0, device 1 reports 8.0. Module
+ * loads and kernel launches are recorded, not run; memory is host memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef struct {
+  char name[64];
+  unsigned grid[3], block[3];
+  int device;
+} fake_launch;
+
+static fake_launch launches[256];
+static int launch_count, module_loads[4], allocations, frees, current_device = -1;
+static int contexts[4] = {0, 1, 2, 3};
+
+EXPORT int fake_cuda_launch_count(void) { return launch_count; }
+EXPORT const fake_launch* fake_cuda_launch(int i) { return &launches[i]; }
+EXPORT int fake_cuda_module_loads(int device) { return module_loads[device]; }
+EXPORT int fake_cuda_allocations(void) { return allocations; }
+EXPORT int fake_cuda_frees(void) { return frees; }
+EXPORT void fake_cuda_reset(void) { launch_count = allocations = frees = 0; }
+
+EXPORT int cuInit(unsigned flags) { (void)flags; return 0; }
+EXPORT int cuDeviceGetCount(int* n) { *n = 2; return 0; }
+EXPORT int cuDeviceGet(int* dev, int ordinal) {
+  if (ordinal < 0 || ordinal > 1) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+  *dev = ordinal;
+  return 0;
+}
+EXPORT int cuDeviceGetName(char* name, int len, int dev) {
+  strncpy(name, dev == 0 ? "Fake H200" : "Fake A100", (size_t)len);
+  return 0;
+}
+EXPORT int cuDeviceGetAttribute(int* v, int attr, int dev) {
+  if (attr == 75) *v = dev == 0 ? 9 : 8;
+  else if (attr == 76) *v = 0;
+  else if (attr == 16) *v = 132;
+  else *v = 0;
+  return 0;
+}
+EXPORT int cuDevicePrimaryCtxRetain(void** ctx, int dev) { *ctx = &contexts[dev]; return 0; }
+EXPORT int cuCtxGetCurrent(void** ctx) { *ctx = current_device < 0 ? NULL : &contexts[current_device]; return 0; }
+EXPORT int cuCtxSetCurrent(void* ctx) { current_device = ctx ? *(int*)ctx : -1; return 0; }
+EXPORT int cuModuleLoadData(void** module, const void* image) {
+  (void)image;
+  if (current_device < 0) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+  module_loads[current_device]++;
+  *module = &contexts[current_device];
+  return 0;
+}
+EXPORT int cuModuleGetFunction(void** fn, void* module, const char* name) {
+  (void)module;
+  *fn = strdup(name);
+  return 0;
+}
+EXPORT int cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          unsigned shmem, void* stream, void** params, void** extra) {
+  (void)shmem, (void)stream, (void)params, (void)extra;
+  if (launch_count < 256) {
+    fake_launch* l = &launches[launch_count++];
+    strncpy(l->name, (const char*)fn, sizeof l->name - 1);
+    l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
+    l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
+    l->device = current_device;
+  }
+  return 0;
+}
+EXPORT int cuMemAllocAsync(unsigned long long* ptr, size_t bytes, void* stream) {
+  (void)stream;
+  *ptr = (unsigned long long)malloc(bytes);
+  allocations++;
+  return 0;
+}
+EXPORT int cuMemFreeAsync(unsigned long long ptr, void* stream) {
+  (void)stream;
+  free((void*)ptr);
+  frees++;
+  return 0;
+}
+EXPORT int cuGetErrorString(int rc, const char** text) { *text = rc ? "fake CUDA error" : "no error"; return 0; }
+EXPORT int cuGetErrorName(int rc, const char** text) { *text = rc ? "CUDA_ERROR_FAKE" : "CUDA_SUCCESS"; return 0; }

@@ -1,0 +1,122 @@
+// The launcher and the GPU probe against a stand-in libcuda (tests/cpp/fake_runtimes): which
+// kernel runs, how keys are split, scratch memory, one module per device, and the errors for a
+// GPU with no code object. Runs in its own process with the stand-in on LD_LIBRARY_PATH.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include "aiter_compat/probe/gpu_probe.hpp"
+#include "code_objects.hpp"
+#include "host_tensor.hpp"
+#include "launcher.hpp"
+
+using namespace aiter_compat;
+using namespace aiter_compat::testing_support;
+
+namespace {
+
+struct FakeLaunch {
+  char name[64];
+  unsigned grid[3], block[3];
+  int device;
+};
+
+struct Fake {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW);  // the same library the launcher binds
+  template <typename F>
+  F fn(const char* name) {
+    return reinterpret_cast<F>(dlsym(lib, name));
+  }
+  int launches() { return fn<int (*)()>("fake_cuda_launch_count")(); }
+  const FakeLaunch* launch(int i) { return fn<const FakeLaunch* (*)(int)>("fake_cuda_launch")(i); }
+  int module_loads(int d) { return fn<int (*)(int)>("fake_cuda_module_loads")(d); }
+  int allocations() { return fn<int (*)()>("fake_cuda_allocations")(); }
+  int frees() { return fn<int (*)()>("fake_cuda_frees")(); }
+  void reset() { fn<void (*)()>("fake_cuda_reset")(); }
+};
+
+bool built_for(const char* arch) {
+  for (const auto& o : code_objects())
+    if (std::string(o.arch) == arch) return true;
+  return false;
+}
+
+// Decode over a paged cache: batch sequences of `ctx` keys, GPT-OSS heads.
+struct DecodeCase {
+  HostTensor q, kc, vc, out, table, used, cu;
+  PagedArgs args;
+  DecodeCase(int64_t batch, int64_t ctx, DType dtype = DType::bf16, int64_t d = 64, int device = 0)
+      : q(dtype, {batch, 64, d}), kc(dtype, {batch * ((ctx + 15) / 16), 16, 8, d}),
+        vc(dtype, {batch * ((ctx + 15) / 16), 16, 8, d}), out(dtype, {batch, 64, d}),
+        table(DType::i32, {batch, (ctx + 15) / 16}), used(DType::i32, {batch}), cu(DType::i32, {batch + 1}) {
+    for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) {
+      t->view.device = DeviceKind::cuda;
+      t->view.device_id = device;
+    }
+    args.q = q.view, args.k_cache = kc.view, args.v_cache = vc.view, args.out = out.view;
+    args.block_table = table.view, args.seqused_k = used.view, args.cu_seqlens_q = cu.view;
+    args.one_query_per_sequence = true;
+    args.max_seqlen_q = 1;
+    args.max_seqlen_k = ctx;
+  }
+};
+
+}  // namespace
+
+TEST(Launcher, GpuProbeBindsTheRuntime) {
+  DeviceReport d = probe_device();
+  ASSERT_TRUE(d.present) << d.reason;
+  EXPECT_EQ(d.vendor, "nvidia");
+  EXPECT_EQ(d.arch, "sm_90");
+  EXPECT_EQ(d.name, "Fake H200");
+  EXPECT_EQ(d.count, 2);
+  EXPECT_EQ(gpu::device_arch(DeviceKind::cuda, 1), "sm_80");
+}
+
+TEST(Launcher, DecodeKernelAndSplits) {
+  if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
+  Fake fake;
+  fake.reset();
+  DecodeCase batch64(64, 4096);
+  gpu::paged_attention(batch64.args, nullptr);
+  ASSERT_EQ(fake.launches(), 1);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_decode_bf16_d64");
+  EXPECT_EQ(fake.launch(0)->grid[0], 64u);
+  EXPECT_EQ(fake.launch(0)->grid[1], 8u);
+  EXPECT_EQ(fake.launch(0)->grid[2], 1u);  // 512 blocks fill 132 multiprocessors: no split
+  EXPECT_EQ(fake.launch(0)->block[0], 256u);
+
+  fake.reset();
+  DecodeCase one(1, 32768);
+  gpu::paged_attention(one.args, nullptr);
+  ASSERT_EQ(fake.launches(), 2);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_decode_bf16_d64");
+  EXPECT_EQ(fake.launch(0)->grid[2], 33u);  // ceil(2 * 132 / 8) splits
+  EXPECT_STREQ(fake.launch(1)->name, "ac_merge_bf16");  // the sink enters here, once
+  EXPECT_EQ(fake.allocations(), 1);
+  EXPECT_EQ(fake.frees(), 1);
+
+  fake.reset();
+  DecodeCase wide(1, 4096, DType::f32);  // the decode kernel takes f16/bf16: the generic one runs
+  gpu::paged_attention(wide.args, nullptr);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_attention_f32");
+  EXPECT_EQ(fake.launch(0)->block[0], 128u);
+}
+
+TEST(Launcher, OneModulePerDeviceAndNoneForAnotherArch) {
+  if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
+  Fake fake;
+  DecodeCase a(4, 100), b(4, 100);
+  gpu::paged_attention(a.args, nullptr);
+  gpu::paged_attention(b.args, nullptr);
+  EXPECT_EQ(fake.module_loads(0), 1);  // loaded once, functions cached
+  DecodeCase other(4, 100, DType::bf16, 64, /*device=*/1);
+  try {
+    gpu::paged_attention(other.args, nullptr);
+    FAIL() << "device 1 (sm_80) has no code object";
+  } catch (const gpu::GpuError& e) {
+    EXPECT_NE(std::string(e.what()).find("no fallback code object for sm_80 (built for: "), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(fake.module_loads(1), 0);
+}
