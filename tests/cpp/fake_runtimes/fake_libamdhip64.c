@@ -1,0 +1,69 @@
+/* A stand-in libamdhip64.so for testing the HIP side of the runtime binding, the GPU probe and
+ * the launcher without an AMD GPU. One device, an MI300X (gfx942). Launches are recorded. */
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef struct {
+  char name[64];
+  unsigned grid[3], block[3];
+  int device;
+} fake_launch;
+
+static fake_launch launches[256];
+static int launch_count, module_loads, allocations, frees, current_device;
+
+EXPORT int fake_hip_launch_count(void) { return launch_count; }
+EXPORT const fake_launch* fake_hip_launch(int i) { return &launches[i]; }
+EXPORT int fake_hip_module_loads(void) { return module_loads; }
+EXPORT int fake_hip_allocations(void) { return allocations; }
+EXPORT int fake_hip_frees(void) { return frees; }
+
+EXPORT int hipGetDeviceCount(int* n) { *n = 1; return 0; }
+EXPORT int hipGetDevice(int* d) { *d = current_device; return 0; }
+EXPORT int hipSetDevice(int d) { if (d != 0) return 101; current_device = d; return 0; }
+/* The R0600 layout: name first, gcnArchName far into the struct; the probe finds it by content. */
+EXPORT int hipGetDevicePropertiesR0600(void* props, int d) {
+  if (d != 0) return 101;
+  strcpy((char*)props, "AMD Instinct MI300X");
+  strcpy((char*)props + 1160, "gfx942:sramecc+:xnack-");
+  return 0;
+}
+EXPORT const char* hipGetErrorName(int rc) { return rc ? "hipErrorFake" : "hipSuccess"; }
+EXPORT const char* hipGetErrorString(int rc) { return rc ? "fake HIP error" : "no error"; }
+EXPORT int hipModuleLoadData(void** module, const void* image) {
+  (void)image;
+  module_loads++;
+  *module = &module_loads;
+  return 0;
+}
+EXPORT int hipModuleGetFunction(void** fn, void* module, const char* name) {
+  (void)module;
+  *fn = strdup(name);
+  return 0;
+}
+EXPORT int hipModuleLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                 unsigned bz, unsigned shmem, void* stream, void** params, void** extra) {
+  (void)shmem, (void)stream, (void)params, (void)extra;
+  if (launch_count < 256) {
+    fake_launch* l = &launches[launch_count++];
+    strncpy(l->name, (const char*)fn, sizeof l->name - 1);
+    l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
+    l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
+    l->device = current_device;
+  }
+  return 0;
+}
+EXPORT int hipMallocAsync(void** ptr, size_t bytes, void* stream) {
+  (void)stream;
+  *ptr = malloc(bytes);
+  allocations++;
+  return 0;
+}
+EXPORT int hipFreeAsync(void* ptr, void* stream) {
+  (void)stream;
+  free(ptr);
+  frees++;
+  return 0;
+}

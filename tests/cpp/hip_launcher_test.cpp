@@ -1,0 +1,63 @@
+// The HIP side of the GPU probe and the launcher against a stand-in libamdhip64
+// (tests/cpp/fake_runtimes), in a process of its own: arch by content of the properties,
+// the gfx942 code object, the decode kernel with its splits and merge.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include "aiter_compat/probe/gpu_probe.hpp"
+#include "code_objects.hpp"
+#include "host_tensor.hpp"
+#include "launcher.hpp"
+
+using namespace aiter_compat;
+using namespace aiter_compat::testing_support;
+
+namespace {
+
+struct FakeLaunch {
+  char name[64];
+  unsigned grid[3], block[3];
+  int device;
+};
+
+bool built_for(const char* arch) {
+  for (const auto& o : code_objects())
+    if (std::string(o.arch) == arch) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(HipLauncher, ProbeFindsTheArchByContent) {
+  DeviceReport d = probe_device();
+  ASSERT_TRUE(d.present) << d.reason;
+  EXPECT_EQ(d.vendor, "amd");
+  EXPECT_EQ(d.arch, "gfx942");
+  EXPECT_EQ(d.name, "AMD Instinct MI300X");
+  EXPECT_EQ(gpu::device_arch(DeviceKind::rocm, 0), "gfx942");
+}
+
+TEST(HipLauncher, DecodeOnGfx942) {
+  if (!built_for("gfx942")) GTEST_SKIP() << "no gfx942 code object in this build (no clang with AMDGPU support)";
+  const int64_t ctx = 32768, blocks = ctx / 16;
+  HostTensor q(DType::bf16, {1, 64, 64}), kc(DType::bf16, {blocks, 16, 8, 64}), vc(DType::bf16, {blocks, 16, 8, 64}),
+      out(DType::bf16, {1, 64, 64}), table(DType::i32, {1, blocks}), used(DType::i32, {1}), cu(DType::i32, {2});
+  PagedArgs a;
+  for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) t->view.device = DeviceKind::rocm;
+  a.q = q.view, a.k_cache = kc.view, a.v_cache = vc.view, a.out = out.view, a.block_table = table.view;
+  a.seqused_k = used.view, a.cu_seqlens_q = cu.view, a.one_query_per_sequence = true, a.max_seqlen_k = ctx;
+  gpu::paged_attention(a, nullptr);
+  void* lib = dlopen("libamdhip64.so", RTLD_NOW);
+  ASSERT_NE(lib, nullptr);
+  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));
+  auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
+  ASSERT_EQ(count(), 2);
+  EXPECT_STREQ(launch(0)->name, "ac_decode_bf16_d64");
+  EXPECT_EQ(launch(0)->block[0], 256u);
+  EXPECT_GT(launch(0)->grid[2], 1u);  // one sequence of 32k keys is split
+  EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
+  EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_allocations"))(), 1);
+  EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_frees"))(), 1);
+  EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_module_loads"))(), 1);
+}
