@@ -6,7 +6,7 @@
 #include <dlfcn.h>
 
 #include "aiter_compat/probe/gpu_probe.hpp"
-#include "code_objects.hpp"
+#include "gpu_test_support.hpp"
 #include "host_tensor.hpp"
 #include "launcher.hpp"
 
@@ -15,17 +15,7 @@ using namespace aiter_compat::testing_support;
 
 namespace {
 
-struct FakeLaunch {
-  char name[64];
-  unsigned grid[3], block[3];
-  int device;
-};
-
-bool built_for(const char* arch) {
-  for (const auto& o : code_objects())
-    if (std::string(o.arch) == arch) return true;
-  return false;
-}
+using FakeLaunch = fake_launch;
 
 }  // namespace
 

@@ -6,7 +6,7 @@
 #include <dlfcn.h>
 
 #include "aiter_compat/probe/gpu_probe.hpp"
-#include "code_objects.hpp"
+#include "gpu_test_support.hpp"
 #include "host_tensor.hpp"
 #include "launcher.hpp"
 
@@ -15,11 +15,7 @@ using namespace aiter_compat::testing_support;
 
 namespace {
 
-struct FakeLaunch {
-  char name[64];
-  unsigned grid[3], block[3];
-  int device;
-};
+using FakeLaunch = fake_launch;
 
 struct Fake {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW);  // the same library the launcher binds
@@ -34,12 +30,6 @@ struct Fake {
   int frees() { return fn<int (*)()>("fake_cuda_frees")(); }
   void reset() { fn<void (*)()>("fake_cuda_reset")(); }
 };
-
-bool built_for(const char* arch) {
-  for (const auto& o : code_objects())
-    if (std::string(o.arch) == arch) return true;
-  return false;
-}
 
 // Decode over a paged cache: batch sequences of `ctx` keys, GPT-OSS heads.
 struct DecodeCase {

@@ -6,11 +6,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-typedef struct {
-  char name[64];
-  unsigned grid[3], block[3];
-  int device;
-} fake_launch;
+#include "fake_launch.h"
 
 static fake_launch launches[256];
 static int launch_count, module_loads[4], allocations, frees, current_device = -1;
