@@ -1,7 +1,8 @@
 #include "gpu_runtime.hpp"
 
 #include <dlfcn.h>
-#include <link.h>
+
+#include "aiter_compat/probe/gpu_probe.hpp"
 
 namespace aiter_compat::gpu {
 namespace {
@@ -18,8 +19,7 @@ void* open_runtime(const std::vector<const char*>& names, std::string* path, std
         }
         continue;
       }
-      link_map* map = nullptr;
-      *path = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name ? map->l_name : name;
+      *path = library_path(h, name);
       return h;
     }
   return nullptr;
@@ -37,7 +37,7 @@ const CudaApi& cuda() {
   static const CudaApi api = [] {
     CudaApi a;
     std::string tried;
-    void* h = open_runtime({"libcuda.so.1", "libcuda.so"}, &a.library, &tried);
+    void* h = open_runtime(cuda_library_names(), &a.library, &tried);
     if (!h) {
       a.error = "no CUDA driver library: " + tried;
       return a;
@@ -55,8 +55,7 @@ const HipApi& hip() {
   static const HipApi api = [] {
     HipApi a;
     std::string tried;
-    void* h = open_runtime({"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"}, &a.library,
-                           &tried);
+    void* h = open_runtime(hip_library_names(), &a.library, &tried);
     if (!h) {
       a.error = "no HIP runtime library: " + tried;
       return a;

@@ -30,17 +30,12 @@ struct RuntimeLibrary {
 
 const std::vector<RuntimeLibrary>& runtime_libraries() {
   static const std::vector<RuntimeLibrary> libs = {
-      {"amd", {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"}},
-      {"nvidia", {"libcuda.so.1", "libcuda.so"}},
+      {"amd", hip_library_names()},
+      {"nvidia", cuda_library_names()},
   };
   return libs;
 }
 
-std::string loaded_path(void* handle, const char* fallback) {
-  link_map* map = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name) return map->l_name;
-  return fallback;
-}
 
 bool query_amd(void* h, DeviceReport& dev, std::string& result) {
   auto count_fn = reinterpret_cast<GetCountFn>(dlsym(h, "hipGetDeviceCount"));
@@ -113,6 +108,23 @@ bool query(const RuntimeLibrary& lib, void* h, DeviceReport& dev, std::string& r
 
 }  // namespace
 
+const std::vector<const char*>& hip_library_names() {
+  static const std::vector<const char*> names = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
+                                                 "libamdhip64.so.5"};
+  return names;
+}
+
+const std::vector<const char*>& cuda_library_names() {
+  static const std::vector<const char*> names = {"libcuda.so.1", "libcuda.so"};
+  return names;
+}
+
+std::string library_path(void* handle, const char* fallback) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name) return map->l_name;
+  return fallback;
+}
+
 // gcnArchName sits at different offsets in the R0000 and R0600 layouts of hipDeviceProp_t; it is
 // the only field that holds a "gfx" string, so it is found by content in a generous buffer.
 std::string gfx_arch_from_properties(const unsigned char* buf, size_t size) {
@@ -143,10 +155,10 @@ DeviceReport probe_device() {
         }
         std::string result;
         bool ok = query(lib, h, dev, result);
-        dev.attempts.push_back({loaded_path(h, soname), pass == 0 ? "already loaded" : "dlopen", result});
+        dev.attempts.push_back({library_path(h, soname), pass == 0 ? "already loaded" : "dlopen", result});
         if (ok) {
           dev.present = true;
-          dev.runtime = loaded_path(h, soname);
+          dev.runtime = library_path(h, soname);
           dev.how_found = pass == 0 ? "already loaded in this process" : "dlopen by name";
           break;  // the handle stays open: the runtime is in use from here on
         }

@@ -78,7 +78,7 @@ TensorView ImportedTensors::add(const char* name, PyObject* obj) {
   if (is_torch_tensor(obj)) {
     TensorView v = torch_view(name, obj);
     if (v.dtype != DType::unsupported) {
-      capsules_.push_back(Ref::borrow(obj));  // keeps the tensor (and its memory) alive
+      held_.push_back(Ref::borrow(obj));  // keeps the tensor (and its memory) alive
       return v;
     }
   }
@@ -102,7 +102,7 @@ TensorView ImportedTensors::add(const char* name, PyObject* obj) {
   std::string why;
   if (!view_from_dltensor(managed->dl_tensor, &view, &why)) throw ArgumentError(name, why, "a tensor of up to 8 dimensions");
   // The producer frees the tensor when the capsule is collected unconsumed, as DLPack specifies.
-  capsules_.push_back(std::move(capsule));
+  held_.push_back(std::move(capsule));
   return view;
 }
 

@@ -19,7 +19,7 @@ class ImportedTensors {
   TensorView add(const char* name, PyObject* obj);
 
  private:
-  std::vector<Ref> capsules_;
+  std::vector<Ref> held_;  // DLPack capsules, or torch tensors read directly
 };
 
 // A new uninitialised tensor of `like`'s framework and device: like's dtype, or float32.

@@ -8,4 +8,17 @@ typedef struct {
   int device;
 } fake_launch;
 
+#include <string.h>
+
+/* Appends one launch to a fixed log (drops past its end). */
+static inline void fake_record_launch(fake_launch* log, int* count, int capacity, const void* fn, unsigned gx,
+                                      unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, int device) {
+  if (*count >= capacity) return;
+  fake_launch* l = &log[(*count)++];
+  strncpy(l->name, (const char*)fn, sizeof l->name - 1);
+  l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
+  l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
+  l->device = device;
+}
+
 #endif

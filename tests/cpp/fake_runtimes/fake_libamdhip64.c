@@ -42,13 +42,7 @@ EXPORT int hipModuleGetFunction(void** fn, void* module, const char* name) {
 EXPORT int hipModuleLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                  unsigned bz, unsigned shmem, void* stream, void** params, void** extra) {
   (void)shmem, (void)stream, (void)params, (void)extra;
-  if (launch_count < 256) {
-    fake_launch* l = &launches[launch_count++];
-    strncpy(l->name, (const char*)fn, sizeof l->name - 1);
-    l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
-    l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
-    l->device = current_device;
-  }
+  fake_record_launch(launches, &launch_count, 256, fn, gx, gy, gz, bx, by, bz, current_device);
   return 0;
 }
 EXPORT int hipMallocAsync(void** ptr, size_t bytes, void* stream) {
