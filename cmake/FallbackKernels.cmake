@@ -9,7 +9,10 @@ find_program(AITER_COMPAT_NVCC NAMES nvcc PATHS /usr/local/cuda/bin DOC "nvcc, f
 
 set(kernel_source ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/attention_kernels.hip)
 set(kernel_deps ${kernel_source} ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/portability.hpp
-                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kernel_params.h)
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kernel_params.h
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kernel_common.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/matrix_ops.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/tiled_attention.hpp)
 set(AITER_COMPAT_BUILT_ARCHS "")
 set(registry_entries "")
 set(registry_decls "")
@@ -32,7 +35,7 @@ foreach(arch ${AITER_COMPAT_GPU_ARCHS})
     add_custom_command(OUTPUT ${object}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/kernels
       COMMAND ${AITER_COMPAT_HIP_CLANG} -x hip --offload-arch=${arch} --cuda-device-only --no-gpu-bundle-output
-              -nogpulib -nogpuinc -O3 -std=c++17 -o ${object} ${kernel_source}
+              -nogpulib -nogpuinc -O3 -std=c++20 -o ${object} ${kernel_source}
       DEPENDS ${kernel_deps} COMMENT "Fallback kernels for ${arch}")
   elseif(arch MATCHES "^sm_([0-9]+)$")
     if(NOT AITER_COMPAT_NVCC)
@@ -41,7 +44,7 @@ foreach(arch ${AITER_COMPAT_GPU_ARCHS})
     endif()
     add_custom_command(OUTPUT ${object}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/kernels
-      COMMAND ${AITER_COMPAT_NVCC} -x cu -arch=${arch} -cubin -O3 -std=c++17 -o ${object} ${kernel_source}
+      COMMAND ${AITER_COMPAT_NVCC} -x cu -arch=${arch} -cubin -O3 -std=c++20 --expt-relaxed-constexpr -o ${object} ${kernel_source}
       DEPENDS ${kernel_deps} COMMENT "Fallback kernels for ${arch}")
   else()
     message(FATAL_ERROR "AITER_COMPAT_GPU_ARCHS: '${arch}' is neither gfx* nor sm_*")

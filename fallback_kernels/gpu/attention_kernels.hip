@@ -6,76 +6,9 @@
 // Scores are kept in fp32 with a running max and sum (online softmax); the sink is one more
 // logit with a zero value, entered once: at the end of an unsplit block, or in the merge.
 // Correct first: this version reads keys row by row; the tuned kernels replace its inner loops.
-#include "portability.hpp"
-#include "kernel_params.h"
+#include "kernel_common.hpp"
 
 namespace {
-
-template <typename T> struct Elem;
-template <> struct Elem<float> {
-  AC_DEVICE float load(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
-  AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<float*>(p)[i] = v; }
-};
-struct F16 {};
-struct BF16 {};
-template <> struct Elem<F16> {
-  AC_DEVICE float load(const void* p, int64_t i) { return ac_f16_to_float(static_cast<const uint16_t*>(p)[i]); }
-  AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<uint16_t*>(p)[i] = ac_float_to_f16(v); }
-};
-template <> struct Elem<BF16> {
-  AC_DEVICE float load(const void* p, int64_t i) { return ac_bf16_to_float(static_cast<const uint16_t*>(p)[i]); }
-  AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<uint16_t*>(p)[i] = ac_float_to_bf16(v); }
-};
-
-AC_DEVICE int32_t clamp_i32(int64_t v, int64_t lo, int64_t hi) { return static_cast<int32_t>(v < lo ? lo : v > hi ? hi : v); }
-
-// Where sequence b's queries and keys are; ranges are clamped to the tensors so bad lengths
-// read nothing outside them (the host checks contents only for CPU tensors).
-struct Sequence {
-  int32_t b, q_start, q_len, k_start, k_len;
-};
-
-AC_DEVICE Sequence sequence_of(const ac_attention_params& p, int32_t token) {
-  Sequence s{0, token, 1, 0, 0};
-  if (p.cu_seqlens_q) {
-    int32_t lo = 0, hi = p.batch;  // the last b with cu_seqlens_q[b] <= token
-    while (hi - lo > 1) {
-      int32_t mid = (lo + hi) / 2;
-      if (p.cu_seqlens_q[mid] <= token) lo = mid; else hi = mid;
-    }
-    s.b = lo;
-    s.q_start = clamp_i32(p.cu_seqlens_q[lo], 0, p.total_q);
-    s.q_len = clamp_i32(p.cu_seqlens_q[lo + 1], s.q_start, p.total_q) - s.q_start;
-  } else {
-    s.b = token / p.uniform_q;  // batch layout (flash_attn_func) or one query per sequence (decode)
-    s.q_start = s.b * p.uniform_q;
-    s.q_len = p.uniform_q;
-  }
-  if (p.paged) {
-    s.k_len = clamp_i32(p.seqused_k[s.b], 0, static_cast<int64_t>(p.max_blocks) * p.block_size);
-  } else if (p.cu_seqlens_k) {
-    s.k_start = clamp_i32(p.cu_seqlens_k[s.b], 0, p.total_k);
-    s.k_len = clamp_i32(p.cu_seqlens_k[s.b + 1], s.k_start, p.total_k) - s.k_start;
-  } else {
-    s.k_start = s.b * p.uniform_k;
-    s.k_len = p.uniform_k;
-  }
-  return s;
-}
-
-// Element offset of key j's row (head 0) for k (which=0) or v (which=1); -1 for a block-table
-// entry outside the cache.
-AC_DEVICE int64_t lse_index(const ac_attention_params& p, const Sequence& s, int32_t token, int32_t h) {
-  return s.b * p.lse_batch + h * p.lse_head + (p.lse_batch ? token - s.q_start : token) * p.lse_tok;
-}
-
-AC_DEVICE int64_t key_row(const ac_attention_params& p, const Sequence& s, int32_t j, int which) {
-  if (!p.paged) return static_cast<int64_t>(s.k_start + j) * (which ? p.v_tok : p.k_tok);
-  int32_t block = p.block_table[s.b * p.bt_row + (j / p.block_size) * p.bt_col];
-  if (block < 0 || block >= p.num_blocks) return -1;
-  int32_t slot = j % p.block_size;
-  return which ? block * p.v_tok + slot * p.v_slot : block * p.k_tok + slot * p.k_slot;
-}
 
 template <typename T>
 AC_DEVICE void attention_block(const ac_attention_params& p) {
@@ -473,3 +406,6 @@ AC_KERNEL void ac_attention_bf16(ac_attention_params p) { attention_block<BF16>(
 AC_KERNEL void ac_merge_f32(ac_attention_params p) { merge_block<float>(p); }
 AC_KERNEL void ac_merge_f16(ac_attention_params p) { merge_block<F16>(p); }
 AC_KERNEL void ac_merge_bf16(ac_attention_params p) { merge_block<BF16>(p); }
+
+// The matrix-instruction kernels (NVIDIA only until the MFMA layer exists).
+#include "tiled_attention.hpp"

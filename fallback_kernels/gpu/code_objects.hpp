@@ -16,7 +16,9 @@ const std::vector<CodeObject>& code_objects();
 
 struct KernelFamily {
   std::string name;                    // what the probe reports: varlen_fwd, paged_fwd, split_merge
-  std::vector<std::string> functions;  // entry points in each code object
+  std::vector<std::string> functions;  // entry points in each code object it is built for
+  std::string arch_prefix;             // built only for archs starting with this ("" = every arch)
+  bool built_for(const std::string& arch) const { return arch.rfind(arch_prefix, 0) == 0; }
 };
 const std::vector<KernelFamily>& kernel_families();
 

@@ -18,6 +18,7 @@ namespace aiter_compat::gpu {
   X(cuCtxSetCurrent, int, (void*))                                                               \
   X(cuModuleLoadData, int, (void**, const void*))                                                \
   X(cuModuleGetFunction, int, (void**, void*, const char*))                                      \
+  X(cuFuncSetAttribute, int, (void*, int, int))                                                  \
   X(cuLaunchKernel, int, (void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
                           void*, void**, void**))                                                \
   X(cuMemAllocAsync, int, (unsigned long long*, size_t, void*))                                  \

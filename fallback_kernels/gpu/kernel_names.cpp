@@ -2,7 +2,8 @@
 
 namespace aiter_compat {
 
-// varlen and paged attention share one kernel (the KV layout is a parameter).
+// varlen and paged attention share one kernel (the KV layout is a parameter). The tiled kernels
+// need the matrix-instruction layer (matrix_ops.hpp), written for NVIDIA so far.
 const std::vector<KernelFamily>& kernel_families() {
   static const std::vector<KernelFamily> families = {
       {"varlen_fwd", {"ac_attention_f32", "ac_attention_f16", "ac_attention_bf16"}},
@@ -10,6 +11,10 @@ const std::vector<KernelFamily>& kernel_families() {
       {"paged_decode", {"ac_decode_bf16_d64", "ac_decode_bf16_d128", "ac_decode_f16_d64", "ac_decode_f16_d128"}},
       {"split_merge", {"ac_merge_f32", "ac_merge_f16", "ac_merge_bf16"}},
       {"merge_states", {"ac_merge_states_f32", "ac_merge_states_f16", "ac_merge_states_bf16"}},
+      {"tiled_fwd",
+       {"ac_tiled_rows_bf16_d64", "ac_tiled_rows_bf16_d128", "ac_tiled_rows_f16_d64", "ac_tiled_rows_f16_d128",
+        "ac_tiled_keys_bf16_d64", "ac_tiled_keys_bf16_d128", "ac_tiled_keys_f16_d64", "ac_tiled_keys_f16_d128"},
+       "sm_"},
   };
   return families;
 }

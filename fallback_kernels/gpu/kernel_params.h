@@ -13,6 +13,32 @@
 #define AC_DECODE_MAX_GROUP 8   // decode kernel: query heads per KV head it takes
 #define AC_DECODE_UNROLL 4      // decode kernel: keys per thread group per step
 
+// Tiled (matrix-instruction) kernels: two shapes per head dim. "rows" puts the warps on query
+// rows (prefill, extend); "keys" gives all warps the same 16 rows and splits each key tile
+// between them (decode: one token's query heads of one KV group fill the rows). One struct for
+// the device templates and the host launcher (grid, threads, dynamic shared memory).
+#ifdef __cplusplus
+struct ac_tiled_shape {
+  int warps_m, m_tiles, warps_n, block_n, stages, head_dim;
+  constexpr int threads() const { return warps_m * warps_n * 32; }
+  constexpr int block_m() const { return warps_m * m_tiles * 16; }
+  constexpr int out_stride() const { return head_dim + 4; }  // floats per row of the epilogue buffer
+  constexpr int smem_bytes() const {
+    // Q tile, K and V stages (16-bit), one validity byte per key per stage; reused at the end for
+    // the fp32 partial outputs and (max, sum) of every warp.
+    const int loop = block_m() * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + stages * block_n;
+    const int epilogue = warps_n * block_m() * (out_stride() + 2) * 4;
+    return loop > epilogue ? loop : epilogue;
+  }
+};
+constexpr ac_tiled_shape ac_tiled_rows_shape(int head_dim) {
+  return head_dim == 64 ? ac_tiled_shape{4, 2, 1, 64, 3, 64} : ac_tiled_shape{4, 2, 1, 64, 2, 128};
+}
+constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
+  return head_dim == 64 ? ac_tiled_shape{1, 1, 4, 64, 4, 64} : ac_tiled_shape{1, 1, 4, 64, 3, 128};
+}
+#endif
+
 typedef struct {
   const void* q;
   const void* k;

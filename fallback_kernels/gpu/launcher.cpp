@@ -123,7 +123,8 @@ LoadedModule& module_for(DeviceKind kind, int device) {
     check(kind, hip().hipModuleLoadData(&m.module, object->data), "hipModuleLoadData");
     m.multiprocessors = 120;  // MI200/MI300 have 104-304 CUs; the split count only needs a scale
   }
-  for (const auto& family : kernel_families())
+  for (const auto& family : kernel_families()) {
+    if (!family.built_for(m.arch)) continue;
     for (const auto& name : family.functions) {
       if (m.functions.count(name)) continue;
       void* fn = nullptr;
@@ -131,16 +132,26 @@ LoadedModule& module_for(DeviceKind kind, int device) {
       else check(kind, hip().hipModuleGetFunction(&fn, m.module, name.c_str()), name.c_str());
       m.functions[name] = fn;
     }
+  }
+  // The tiled kernels take more dynamic shared memory than the default 48 KB.
+  for (int d : {64, 128})
+    for (auto [shape, kind_name] : {std::pair{ac_tiled_rows_shape(d), "rows"}, std::pair{ac_tiled_keys_shape(d), "keys"}})
+      for (const char* t : {"bf16", "f16"}) {
+        auto it = m.functions.find(std::string("ac_tiled_") + kind_name + "_" + t + "_d" + std::to_string(d));
+        if (it != m.functions.end())
+          check(kind, cuda().cuFuncSetAttribute(it->second, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, shape.smem_bytes()),
+                "cuFuncSetAttribute");
+      }
   return modules.emplace(key, std::move(m)).first->second;
 }
 
 template <typename Params>
 void launch(DeviceKind kind, void* fn, unsigned gx, unsigned gy, unsigned gz, void* stream, Params& p,
-            unsigned threads = AC_THREADS) {
+            unsigned threads = AC_THREADS, unsigned smem = 0) {
   void* args[] = {&p};
   int rc = kind == DeviceKind::cuda
-               ? cuda().cuLaunchKernel(fn, gx, gy, gz, threads, 1, 1, 0, stream, args, nullptr)
-               : hip().hipModuleLaunchKernel(fn, gx, gy, gz, threads, 1, 1, 0, stream, args, nullptr);
+               ? cuda().cuLaunchKernel(fn, gx, gy, gz, threads, 1, 1, smem, stream, args, nullptr)
+               : hip().hipModuleLaunchKernel(fn, gx, gy, gz, threads, 1, 1, smem, stream, args, nullptr);
   check(kind, rc, "kernel launch");
 }
 
@@ -154,28 +165,81 @@ int choose_splits(int64_t blocks, int multiprocessors, int64_t max_keys, int64_t
   return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(want, max_keys / min_keys), 1, 64));
 }
 
-// The decode kernel takes one query per sequence over a paged cache with 16-byte rows.
-bool decode_kernel_fits(const ac_attention_params& p, DType dtype) {
-  auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+// 16-byte rows of q, k and v: 16-bit elements, head dim 64 or 128, 8-element strides.
+bool rows_load_16_bytes(const ac_attention_params& p, DType dtype) {
   const bool strides = p.q_tok % 8 == 0 && p.q_head % 8 == 0 && p.k_tok % 8 == 0 && p.k_slot % 8 == 0 &&
                        p.k_head % 8 == 0 && p.v_tok % 8 == 0 && p.v_slot % 8 == 0 && p.v_head % 8 == 0;
-  return p.paged && p.uniform_q == 1 && (dtype == DType::bf16 || dtype == DType::f16) &&
-         (p.head_dim == 64 || p.head_dim == 128) && p.head_dim_v == p.head_dim &&
-         p.hq / p.hk <= AC_DECODE_MAX_GROUP && aligned(p.q) && aligned(p.k) && aligned(p.v) && strides;
+  return (dtype == DType::bf16 || dtype == DType::f16) && (p.head_dim == 64 || p.head_dim == 128) &&
+         p.head_dim_v == p.head_dim && aligned16(p.q) && aligned16(p.k) && aligned16(p.v) && strides;
 }
 
-void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* stream, int64_t max_keys) {
+// The decode kernel takes one query per sequence over a paged cache with 16-byte rows.
+bool decode_kernel_fits(const ac_attention_params& p, DType dtype) {
+  return p.paged && p.uniform_q == 1 && p.hq / p.hk <= AC_DECODE_MAX_GROUP && rows_load_16_bytes(p, dtype);
+}
+
+// The tiled kernels also store 16 bytes of the output at a time.
+bool tiled_kernel_fits(const ac_attention_params& p, DType dtype) {
+  return rows_load_16_bytes(p, dtype) && aligned16(p.out) && p.out_tok % 8 == 0 && p.out_head % 8 == 0;
+}
+
+// Split-KV for the tiled kernels: enough blocks for about eight per multiprocessor (several
+// resident at once, and a short tail), each split at least four key tiles.
+int choose_tiled_splits(int64_t blocks, int multiprocessors, int64_t max_keys, int block_n) {
+  const int64_t target = 8LL * multiprocessors;
+  if (blocks >= target) return 1;
+  const int64_t by_keys = max_keys / (4LL * block_n);
+  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>((target + blocks - 1) / blocks, by_keys), 1, 64));
+}
+
+// The kernel for one call and its launch shape (grid z is multiplied by the split count).
+struct Plan {
+  void* fn = nullptr;
+  unsigned grid_x = 0, grid_y = 0, grid_z = 0, threads = AC_THREADS, smem = 0;
+  int splits = 1;
+};
+
+Plan plan(const ac_attention_params& p, DType dtype, const LoadedModule& m, int64_t max_keys, int64_t max_q) {
+  Plan k;
+  const std::string type = suffix(dtype), dim = "_d" + std::to_string(p.head_dim);
+  // Tiled: all query rows of a sequence's KV head (tokens x heads of the group) in tiles; "keys"
+  // when they fit one 16-row tile (decode), else "rows".
+  const int64_t rows = std::max<int64_t>(max_q, 1) * (p.hq / p.hk);
+  const bool keys_shape = rows <= 16;
+  auto tiled = m.functions.find(std::string("ac_tiled_") + (keys_shape ? "keys_" : "rows_") + type + dim);
+  if (tiled != m.functions.end() && tiled_kernel_fits(p, dtype) && p.batch <= 65535) {
+    const ac_tiled_shape s = keys_shape ? ac_tiled_keys_shape(p.head_dim) : ac_tiled_rows_shape(p.head_dim);
+    k.fn = tiled->second;
+    k.grid_x = static_cast<unsigned>(std::min<int64_t>((rows + s.block_m() - 1) / s.block_m(), INT32_MAX));
+    k.grid_y = p.hk;
+    k.grid_z = p.batch;
+    k.threads = s.threads();
+    k.smem = s.smem_bytes();
+    k.splits = std::min(65535 / std::max(p.batch, 1),  // grid z holds sequences x splits
+                        choose_tiled_splits(static_cast<int64_t>(k.grid_x) * p.hk * p.batch, m.multiprocessors,
+                                            max_keys, s.block_n));
+    return k;
+  }
+  const bool decode = decode_kernel_fits(p, dtype);
+  k.fn = m.functions.at(decode ? "ac_decode_" + type + dim : "ac_attention_" + type);
+  k.grid_x = p.total_q, k.grid_y = p.hk, k.grid_z = 1;
+  k.threads = decode ? AC_DECODE_THREADS : AC_THREADS;
+  k.splits = choose_splits(static_cast<int64_t>(p.total_q) * p.hk, m.multiprocessors, max_keys, decode ? 512 : 256);
+  return k;
+}
+
+void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* stream, int64_t max_keys,
+         int64_t max_q) {
   require_runtime(kind);
   if (p.total_q == 0 || p.hq == 0) return;
   DeviceScope scope(kind, device);
   LoadedModule& m = module_for(kind, device);
-  const bool decode = decode_kernel_fits(p, dtype);
-  unsigned threads = decode ? AC_DECODE_THREADS : AC_THREADS;
-  void* attention = m.functions.at(decode ? std::string("ac_decode_") + suffix(dtype) + "_d" + std::to_string(p.head_dim)
-                                          : std::string("ac_attention_") + suffix(dtype));
-  p.num_splits = choose_splits(static_cast<int64_t>(p.total_q) * p.hk, m.multiprocessors, max_keys, decode ? 512 : 256);
+  const Plan k = plan(p, dtype, m, max_keys, max_q);
+  p.num_splits = k.splits;
   if (p.num_splits == 1) {
-    launch(kind, attention, p.total_q, p.hk, 1, stream, p, threads);
+    launch(kind, k.fn, k.grid_x, k.grid_y, k.grid_z, stream, p, k.threads, k.smem);
     return;
   }
   // Partial outputs and (max, sum) per split live in stream-ordered scratch memory.
@@ -192,7 +256,7 @@ void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* 
   p.partial_out = static_cast<float*>(scratch);
   p.partial_ml = reinterpret_cast<float*>(static_cast<char*>(scratch) + out_bytes);
   try {
-    launch(kind, attention, p.total_q, p.hk, p.num_splits, stream, p, threads);
+    launch(kind, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, stream, p, k.threads, k.smem);
     launch(kind, m.functions.at(std::string("ac_merge_") + suffix(dtype)), p.total_q, p.hq, 1, stream, p);
   } catch (...) {
     if (kind == DeviceKind::cuda) cuda().cuMemFreeAsync(reinterpret_cast<unsigned long long>(scratch), stream);
@@ -266,7 +330,10 @@ void varlen_attention(const VarlenArgs& a, void* stream) {
   }
   int64_t max_keys = a.batch_layout ? a.k.shape[1] : a.max_seqlen_k;
   if (a.window.left >= 0) max_keys = std::min<int64_t>(max_keys, a.window.left + 1 + std::max<int64_t>(a.window.right, 0));
-  run(p, a.q.dtype, a.q.device, a.q.device_id, stream, max_keys);
+  // Queries per sequence: the batch layout's length, else max_seqlen_q (an underestimate costs
+  // time, not results: the tiled kernels loop over a sequence's row tiles).
+  const int64_t max_q = a.batch_layout ? a.q.shape[1] : a.max_seqlen_q > 0 ? a.max_seqlen_q : a.q.shape[0];
+  run(p, a.q.dtype, a.q.device, a.q.device_id, stream, max_keys, max_q);
 }
 
 void paged_attention(const PagedArgs& a, void* stream) {
@@ -294,7 +361,8 @@ void paged_attention(const PagedArgs& a, void* stream) {
   else p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
   int64_t max_keys = a.max_seqlen_k > 0 ? a.max_seqlen_k : static_cast<int64_t>(p.max_blocks) * p.block_size;
   if (a.window.left >= 0) max_keys = std::min<int64_t>(max_keys, a.window.left + 1 + std::max<int64_t>(a.window.right, 0));
-  run(p, a.q.dtype, a.q.device, a.q.device_id, stream, max_keys);
+  const int64_t max_q = p.uniform_q == 1 ? 1 : a.max_seqlen_q > 0 ? a.max_seqlen_q : a.q.shape[0];
+  run(p, a.q.dtype, a.q.device, a.q.device_id, stream, max_keys, max_q);
 }
 
 void merge_states(const MergeArgs& a, void* stream) {

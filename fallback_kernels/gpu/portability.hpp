@@ -9,12 +9,17 @@
 #define AC_AMD 1
 #define AC_KERNEL extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, 256)))
 #define AC_DEVICE __attribute__((device)) static inline
+#define AC_MEMBER __attribute__((device)) inline
 #define AC_SHARED __attribute__((shared))
 #define AC_WARP_SIZE 64
 AC_DEVICE int ac_thread_x() { return __builtin_amdgcn_workitem_id_x(); }
 AC_DEVICE int ac_block_x() { return __builtin_amdgcn_workgroup_id_x(); }
 AC_DEVICE int ac_block_y() { return __builtin_amdgcn_workgroup_id_y(); }
 AC_DEVICE int ac_block_z() { return __builtin_amdgcn_workgroup_id_z(); }
+AC_DEVICE int ac_grid_x() { return __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x(); }
+#define AC_DYNAMIC_SHARED(name) extern __attribute__((shared)) __attribute__((aligned(16))) unsigned char name[]
+AC_DEVICE float ac_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
+AC_DEVICE float ac_log2(float x) { return __builtin_amdgcn_logf(x); }
 AC_DEVICE void ac_sync() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
   __builtin_amdgcn_s_barrier();
@@ -36,12 +41,22 @@ AC_DEVICE void ac_shared_add(float* p, float v) {
 #define AC_NVIDIA 1
 #define AC_KERNEL extern "C" __global__ __launch_bounds__(256)
 #define AC_DEVICE __device__ static inline
+#define AC_MEMBER __device__ inline
 #define AC_SHARED __shared__
 #define AC_WARP_SIZE 32
 AC_DEVICE int ac_thread_x() { return threadIdx.x; }
 AC_DEVICE int ac_block_x() { return blockIdx.x; }
 AC_DEVICE int ac_block_y() { return blockIdx.y; }
 AC_DEVICE int ac_block_z() { return blockIdx.z; }
+AC_DEVICE int ac_grid_x() { return gridDim.x; }
+#define AC_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+// ex2.approx: 2 ulp, flushes denormal results to zero (weights below 2^-126 of the row max).
+AC_DEVICE float ac_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+AC_DEVICE float ac_log2(float x) { return __log2f(x); }
 AC_DEVICE void ac_sync() { __syncthreads(); }
 AC_DEVICE float ac_exp(float x) { return exp2f(x * 1.4426950408889634f); }
 AC_DEVICE float ac_log(float x) { return __logf(x); }
@@ -57,6 +72,10 @@ AC_DEVICE void ac_shared_add(float* p, float v) { atomicAdd(p, v); }
 #endif
 
 #define AC_INFINITY __builtin_huge_valf()
+
+// Element types by tag (the kernels handle 16-bit floats by their bits).
+struct F16 {};
+struct BF16 {};
 
 struct alignas(16) ac_u32x4 {
   uint32_t x, y, z, w;

@@ -115,6 +115,7 @@ ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
   for (const auto& family : kernel_families()) {
     FallbackKernel k{family.name, {}, false};
     for (const auto& object : code_objects()) {
+      if (!family.built_for(object.arch)) continue;
       k.archs.push_back(object.arch);
       k.matches_device = k.matches_device || (report.device.present && report.device.arch == object.arch);
     }

@@ -69,22 +69,40 @@ TEST(Launcher, DecodeKernelAndSplits) {
   fake.reset();
   DecodeCase batch64(64, 4096);
   gpu::paged_attention(batch64.args, nullptr);
-  ASSERT_EQ(fake.launches(), 1);
-  EXPECT_STREQ(fake.launch(0)->name, "ac_decode_bf16_d64");
-  EXPECT_EQ(fake.launch(0)->grid[0], 64u);
+  ASSERT_EQ(fake.launches(), 2);
+  // One token's 8 query heads of a KV group fill one 16-row tile: the "keys" shape.
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_bf16_d64");
+  EXPECT_EQ(fake.launch(0)->grid[0], 1u);
   EXPECT_EQ(fake.launch(0)->grid[1], 8u);
-  EXPECT_EQ(fake.launch(0)->grid[2], 1u);  // 512 blocks fill 132 multiprocessors: no split
-  EXPECT_EQ(fake.launch(0)->block[0], 256u);
+  EXPECT_EQ(fake.launch(0)->grid[2], 64u * 3);  // 512 blocks < 8 per multiprocessor: 3 splits
+  EXPECT_EQ(fake.launch(0)->block[0], 128u);
+  EXPECT_STREQ(fake.launch(1)->name, "ac_merge_bf16");  // the sink enters here, once
 
   fake.reset();
   DecodeCase one(1, 32768);
   gpu::paged_attention(one.args, nullptr);
   ASSERT_EQ(fake.launches(), 2);
-  EXPECT_STREQ(fake.launch(0)->name, "ac_decode_bf16_d64");
-  EXPECT_EQ(fake.launch(0)->grid[2], 33u);  // ceil(2 * 132 / 8) splits
-  EXPECT_STREQ(fake.launch(1)->name, "ac_merge_bf16");  // the sink enters here, once
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_bf16_d64");
+  EXPECT_EQ(fake.launch(0)->grid[2], 64u);  // capped at 64 splits (512 keys each)
   EXPECT_EQ(fake.allocations(), 1);
   EXPECT_EQ(fake.frees(), 1);
+
+  fake.reset();
+  DecodeCase window(4, 4096);
+  window.args.window = {127, 0};
+  gpu::paged_attention(window.args, nullptr);
+  ASSERT_EQ(fake.launches(), 1);  // 128 keys: too few to split
+  EXPECT_EQ(fake.launch(0)->grid[2], 4u);
+
+  fake.reset();
+  DecodeCase extend(4, 4096);  // 300 new tokens per sequence: 2400 rows of 128
+  extend.args.one_query_per_sequence = false;
+  extend.args.max_seqlen_q = 300;
+  gpu::paged_attention(extend.args, nullptr);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_rows_bf16_d64");
+  EXPECT_EQ(fake.launch(0)->grid[0], 19u);
+  EXPECT_EQ(fake.launch(0)->grid[2], 4u * 2);  // 608 blocks: 2 splits
+  EXPECT_EQ(fake.launch(0)->block[0], 128u);
 
   fake.reset();
   DecodeCase wide(1, 4096, DType::f32);  // the decode kernel takes f16/bf16: the generic one runs

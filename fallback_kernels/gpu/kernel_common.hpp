@@ -1,0 +1,85 @@
+// What the attention kernels share: element access by dtype, where each sequence's queries and
+// keys are (clamped to the tensors, so bad lengths read nothing outside them), and addressing.
+#pragma once
+
+#include "portability.hpp"
+#include "kernel_params.h"
+
+namespace {
+
+template <typename T> struct Elem;
+template <> struct Elem<float> {
+  AC_DEVICE float load(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
+  AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<float*>(p)[i] = v; }
+};
+template <> struct Elem<F16> {
+  AC_DEVICE float load(const void* p, int64_t i) { return ac_f16_to_float(static_cast<const uint16_t*>(p)[i]); }
+  AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<uint16_t*>(p)[i] = ac_float_to_f16(v); }
+};
+template <> struct Elem<BF16> {
+  AC_DEVICE float load(const void* p, int64_t i) { return ac_bf16_to_float(static_cast<const uint16_t*>(p)[i]); }
+  AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<uint16_t*>(p)[i] = ac_float_to_bf16(v); }
+};
+
+AC_DEVICE int32_t clamp_i32(int64_t v, int64_t lo, int64_t hi) { return static_cast<int32_t>(v < lo ? lo : v > hi ? hi : v); }
+
+// Where sequence b's queries and keys are; ranges are clamped to the tensors so bad lengths
+// read nothing outside them (the host checks contents only for CPU tensors).
+struct Sequence {
+  int32_t b, q_start, q_len, k_start, k_len;
+};
+
+// Sequence b (0 <= b < batch).
+AC_DEVICE Sequence sequence_at(const ac_attention_params& p, int32_t b) {
+  Sequence s{b, 0, 0, 0, 0};
+  if (p.cu_seqlens_q) {
+    s.q_start = clamp_i32(p.cu_seqlens_q[b], 0, p.total_q);
+    s.q_len = clamp_i32(p.cu_seqlens_q[b + 1], s.q_start, p.total_q) - s.q_start;
+  } else {  // batch layout (flash_attn_func) or one query per sequence (decode)
+    s.q_start = b * p.uniform_q;
+    s.q_len = clamp_i32(static_cast<int64_t>(p.total_q) - s.q_start, 0, p.uniform_q);  // never past q
+  }
+  if (p.paged) {
+    s.k_len = clamp_i32(p.seqused_k[b], 0, static_cast<int64_t>(p.max_blocks) * p.block_size);
+  } else if (p.cu_seqlens_k) {
+    s.k_start = clamp_i32(p.cu_seqlens_k[b], 0, p.total_k);
+    s.k_len = clamp_i32(p.cu_seqlens_k[b + 1], s.k_start, p.total_k) - s.k_start;
+  } else {
+    s.k_start = b * p.uniform_k;
+    s.k_len = p.uniform_k;
+  }
+  return s;
+}
+
+// The sequence holding query token `token`.
+AC_DEVICE Sequence sequence_of(const ac_attention_params& p, int32_t token) {
+  int32_t b = 0;
+  if (p.cu_seqlens_q) {
+    int32_t lo = 0, hi = p.batch;  // the last b with cu_seqlens_q[b] <= token
+    while (hi - lo > 1) {
+      int32_t mid = (lo + hi) / 2;
+      if (p.cu_seqlens_q[mid] <= token) lo = mid; else hi = mid;
+    }
+    b = lo;
+  } else {
+    b = token / p.uniform_q;
+  }
+  return sequence_at(p, b);
+}
+
+// Where the log-sum-exp of (token, head h) goes: [Hq, total_q] or, with lse_batch, [batch, Hq, seqlen_q].
+AC_DEVICE int64_t lse_index(const ac_attention_params& p, const Sequence& s, int32_t token, int32_t h) {
+  return s.b * p.lse_batch + h * p.lse_head + (p.lse_batch ? token - s.q_start : token) * p.lse_tok;
+}
+
+// Element offset of key j's row (head 0) for k (which=0) or v (which=1); -1 for a block-table
+// entry outside the cache.
+AC_DEVICE int64_t key_row(const ac_attention_params& p, const Sequence& s, int32_t j, int which) {
+  if (!p.paged) return static_cast<int64_t>(s.k_start + j) * (which ? p.v_tok : p.k_tok);
+  int32_t block = p.block_table[s.b * p.bt_row + (j / p.block_size) * p.bt_col];
+  if (block < 0 || block >= p.num_blocks) return -1;
+  int32_t slot = j % p.block_size;
+  return which ? block * p.v_tok + slot * p.v_slot : block * p.k_tok + slot * p.k_slot;
+}
+
+}  // namespace

@@ -1,0 +1,357 @@
+// Tiled attention on matrix instructions (FlashAttention-2 style), for prefill, extend and
+// decode, varlen or paged, with sinks, causal masks and sliding windows.
+//
+// A block takes one KV head of one sequence and a tile of "rows": row r is query token r / G,
+// head r % G of that KV head's group (G query heads), so the query heads of a group share every
+// K and V tile (for decode, the G heads of the one token fill the rows). Key tiles stream
+// global -> shared through a ring of `stages` asynchronous copies; each warp multiplies its rows
+// by the tile (S = Q K^T), keeps a running max and sum per row in registers (online softmax in
+// base 2) and adds P V into fp32 accumulators. Warps over rows ("rows" shape) or over the keys
+// of each tile ("keys" shape, combined at the end). The epilogue enters the sink once (or writes
+// the split's partial output and (max, sum) for the merge kernel).
+//
+// Masks are applied only on tiles that cross a row's range (causal diagonal, window edges, the
+// end of the keys) or, for a paged cache, hold rows of a block-table entry outside the cache;
+// keys outside every row's window are never loaded: the tiles start at the block's first key.
+#pragma once
+
+#include "kernel_common.hpp"
+#include "matrix_ops.hpp"
+
+#if AC_HAS_MATRIX_OPS
+namespace {
+
+template <typename T, ac_tiled_shape S>
+struct TiledAttention {
+  static constexpr int D = S.head_dim;
+  static constexpr int kThreads = S.threads();
+  static constexpr int kBlockM = S.block_m();
+  static constexpr int kWarpKeys = S.block_n / S.warps_n;  // keys of a tile each warp takes
+  static constexpr int kKeyTiles = kWarpKeys / 8;          // 8-key score fragments per warp
+  static constexpr int kChunks = D / 8;                    // 16-byte chunks per row
+  static_assert(kWarpKeys % 16 == 0 && D % 16 == 0, "tile shape");
+  static constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+  // Rows are stored 16-byte chunk c of row r at chunk c ^ (r % 8): the 8 rows one matrix load
+  // reads then fall in 8 different bank groups.
+  AC_DEVICE int swizzle(int row, int chunk) { return row * D + ((chunk ^ (row & 7)) << 3); }
+
+  const ac_attention_params& p;
+  uint16_t* q_s;
+  uint16_t* k_s;
+  uint16_t* v_s;
+  uint8_t* valid_s;
+  Sequence seq;
+  int32_t kh, group, rows_total, row0, k_begin, k_end;
+
+  // Keys of query token t (position t + k_len - q_len): [lo, hi).
+  AC_MEMBER int32_t key_lo(int32_t t) const {
+    const int32_t pos = t + seq.k_len - seq.q_len;
+    return p.window_left >= 0 && pos - p.window_left > 0 ? pos - p.window_left : 0;
+  }
+  AC_MEMBER int32_t key_hi(int32_t t) const {
+    const int32_t pos = t + seq.k_len - seq.q_len;
+    int32_t hi = seq.k_len;
+    if (p.causal && pos + 1 < hi) hi = pos + 1;
+    if (p.window_right >= 0 && pos + p.window_right + 1 < hi) hi = pos + p.window_right + 1;
+    return hi;
+  }
+
+  AC_MEMBER void load_q(int tid) {
+    const uint16_t* q = static_cast<const uint16_t*>(p.q);
+    for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
+      const int r = x / kChunks, c = x % kChunks, flat = row0 + r;
+      const bool ok = flat < rows_total;
+      const int32_t t = ok ? flat / group : 0, g = ok ? flat % group : 0;
+      ac_copy16_async(q_s + swizzle(r, c), q + (seq.q_start + t) * p.q_tok + (kh * group + g) * p.q_head + c * 8, ok);
+    }
+  }
+
+  // Keys [j0, j0 + block_n) into ring slot `stage`; rows past k_end or on a block-table entry
+  // outside the cache are zero and marked invalid.
+  AC_MEMBER void load_keys(int tid, int32_t j0, int stage) {
+    const uint16_t* k = static_cast<const uint16_t*>(p.k) + kh * p.k_head;
+    const uint16_t* v = static_cast<const uint16_t*>(p.v) + kh * p.v_head;
+    uint16_t* ks = k_s + stage * S.block_n * D;
+    uint16_t* vs = v_s + stage * S.block_n * D;
+    const int32_t* table = p.paged ? p.block_table + seq.b * p.bt_row : nullptr;
+    for (int x = tid; x < S.block_n * kChunks; x += kThreads) {
+      const int r = x / kChunks, c = x % kChunks;
+      const int32_t j = j0 + r;
+      bool ok = j < k_end;
+      int64_t koff = 0, voff = 0;
+      if (table) {
+        const int32_t block = ok ? table[(j / p.block_size) * p.bt_col] : 0;
+        ok = ok && block >= 0 && block < p.num_blocks;
+        const int32_t slot = j % p.block_size;
+        koff = ok ? static_cast<int64_t>(block) * p.k_tok + slot * p.k_slot : 0;
+        voff = ok ? static_cast<int64_t>(block) * p.v_tok + slot * p.v_slot : 0;
+      } else if (ok) {
+        koff = static_cast<int64_t>(seq.k_start + j) * p.k_tok;
+        voff = static_cast<int64_t>(seq.k_start + j) * p.v_tok;
+      }
+      ac_copy16_async(ks + swizzle(r, c), k + koff + c * 8, ok);
+      ac_copy16_async(vs + swizzle(r, c), v + voff + c * 8, ok);
+      if (c == 0) valid_s[stage * S.block_n + r] = ok;
+    }
+  }
+
+  AC_MEMBER void run(int32_t m_tile, int32_t split) {
+    MatrixOps<T> mm;
+    const int tid = ac_thread_x(), lane = tid % 32, warp = tid / 32;
+    const int warp_m = warp % S.warps_m, warp_n = warp / S.warps_m;
+    const int g4 = lane / 4, t4 = lane % 4;
+    row0 = m_tile * kBlockM;
+    const int32_t last_row = (row0 + kBlockM < rows_total ? row0 + kBlockM : rows_total) - 1;
+    const int32_t t_first = row0 / group, t_last = last_row / group;
+
+    // Keys the block's rows need, cut into splits of whole tiles.
+    const int32_t lo = key_lo(t_first), hi_all = key_hi(t_last) > lo ? key_hi(t_last) : lo;
+    const int32_t tiles = (hi_all - lo + S.block_n - 1) / S.block_n;
+    const int32_t per_split = (tiles + p.num_splits - 1) / p.num_splits;
+    k_begin = lo + split * per_split * S.block_n;
+    k_end = hi_all < k_begin + per_split * S.block_n ? hi_all : k_begin + per_split * S.block_n;
+    const int32_t n_tiles = k_begin < k_end ? (k_end - k_begin + S.block_n - 1) / S.block_n : 0;
+    // Tiles inside [unmasked_lo, unmasked_hi) need no mask for any row.
+    const int32_t unmasked_lo = key_lo(t_last), unmasked_hi = key_hi(t_first) < k_end ? key_hi(t_first) : k_end;
+
+    // This thread's rows: fragment rows g4 and g4 + 8 of each of its m-tiles.
+    int32_t row_lo[S.m_tiles][2], row_hi[S.m_tiles][2];
+#pragma unroll
+    for (int mt = 0; mt < S.m_tiles; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int32_t flat = row0 + (warp_m * S.m_tiles + mt) * 16 + g4 + 8 * h;
+        const bool ok = flat < rows_total;
+        row_lo[mt][h] = ok ? key_lo(flat / group) : 0;
+        row_hi[mt][h] = ok ? key_hi(flat / group) : 0;
+      }
+
+    load_q(tid);
+#pragma unroll
+    for (int st = 0; st < S.stages - 1; ++st) {
+      if (st < n_tiles) load_keys(tid, k_begin + st * S.block_n, st);
+      ac_copy_commit();  // empty groups keep the count uniform
+    }
+
+    float o[S.m_tiles][kChunks][4], m_run[S.m_tiles][2], l_run[S.m_tiles][2];
+#pragma unroll
+    for (int mt = 0; mt < S.m_tiles; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) m_run[mt][h] = -AC_INFINITY, l_run[mt][h] = 0.f;
+#pragma unroll
+      for (int dt = 0; dt < kChunks; ++dt)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[mt][dt][c] = 0.f;
+    }
+    const float scale2 = p.scale * kLog2e;
+
+    for (int32_t it = 0; it < n_tiles; ++it) {
+      ac_copy_wait<S.stages - 2>();
+      ac_sync();  // tile `it` landed for every thread; slot (it - 1) % stages is free again
+      if (it + S.stages - 1 < n_tiles) load_keys(tid, k_begin + (it + S.stages - 1) * S.block_n, (it + S.stages - 1) % S.stages);
+      ac_copy_commit();
+      const int stage = it % S.stages;
+      const uint16_t* ks = k_s + stage * S.block_n * D;
+      const uint16_t* vs = v_s + stage * S.block_n * D;
+      const int32_t j0 = k_begin + it * S.block_n;
+
+      // S = Q K^T for this warp's rows and keys.
+      float sc[S.m_tiles][kKeyTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < S.m_tiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) sc[mt][nt][c] = 0.f;
+#pragma unroll
+      for (int kd = 0; kd < D / 16; ++kd) {
+        uint32_t a[S.m_tiles][4];
+#pragma unroll
+        for (int mt = 0; mt < S.m_tiles; ++mt)
+          ac_load_matrix_x4(a[mt], q_s + swizzle((warp_m * S.m_tiles + mt) * 16 + lane % 16, kd * 2 + lane / 16));
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; nt += 2) {
+          uint32_t b[4];
+          ac_load_matrix_x4(b, ks + swizzle(warp_n * kWarpKeys + (nt + lane / 16) * 8 + lane % 8, kd * 2 + (lane / 8) % 2));
+#pragma unroll
+          for (int mt = 0; mt < S.m_tiles; ++mt) {
+            mm.mma(sc[mt][nt], a[mt], b[0], b[1]);
+            mm.mma(sc[mt][nt + 1], a[mt], b[2], b[3]);
+          }
+        }
+      }
+
+      if (p.paged || j0 < unmasked_lo || j0 + S.block_n > unmasked_hi) {
+        const uint8_t* valid = valid_s + stage * S.block_n;
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int key = warp_n * kWarpKeys + nt * 8 + 2 * t4 + (c & 1);
+            const int32_t j = j0 + key;
+            const bool key_ok = j < k_end && valid[key];
+#pragma unroll
+            for (int mt = 0; mt < S.m_tiles; ++mt)
+              if (!key_ok || j < row_lo[mt][c / 2] || j >= row_hi[mt][c / 2]) sc[mt][nt][c] = -AC_INFINITY;
+          }
+      }
+
+      // Online softmax per row (the four lanes of a fragment row hold its keys).
+#pragma unroll
+      for (int mt = 0; mt < S.m_tiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float mx = -AC_INFINITY;
+#pragma unroll
+          for (int nt = 0; nt < kKeyTiles; ++nt) mx = fmaxf(mx, fmaxf(sc[mt][nt][2 * h], sc[mt][nt][2 * h + 1]));
+          mx = fmaxf(mx, ac_shfl_xor(mx, 1));
+          mx = fmaxf(mx, ac_shfl_xor(mx, 2));
+          const float m_new = fmaxf(m_run[mt][h], mx * scale2);
+          const float m_use = m_new == -AC_INFINITY ? 0.f : m_new;  // a row with nothing valid yet
+          const float corr = ac_exp2(m_run[mt][h] - m_use);
+          m_run[mt][h] = m_new;
+          float sum = 0.f;
+#pragma unroll
+          for (int nt = 0; nt < kKeyTiles; ++nt)
+#pragma unroll
+            for (int c = 2 * h; c < 2 * h + 2; ++c) {
+              sc[mt][nt][c] = ac_exp2(fmaf(sc[mt][nt][c], scale2, -m_use));
+              sum += sc[mt][nt][c];
+            }
+          l_run[mt][h] = l_run[mt][h] * corr + sum;
+#pragma unroll
+          for (int dt = 0; dt < kChunks; ++dt) o[mt][dt][2 * h] *= corr, o[mt][dt][2 * h + 1] *= corr;
+        }
+
+      // O += P V: the score fragments are already the A operand's layout.
+#pragma unroll
+      for (int kk = 0; kk < kWarpKeys / 16; ++kk) {
+        uint32_t pa[S.m_tiles][4];
+#pragma unroll
+        for (int mt = 0; mt < S.m_tiles; ++mt) {
+          pa[mt][0] = mm.pack(sc[mt][2 * kk][0], sc[mt][2 * kk][1]);
+          pa[mt][1] = mm.pack(sc[mt][2 * kk][2], sc[mt][2 * kk][3]);
+          pa[mt][2] = mm.pack(sc[mt][2 * kk + 1][0], sc[mt][2 * kk + 1][1]);
+          pa[mt][3] = mm.pack(sc[mt][2 * kk + 1][2], sc[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int dt = 0; dt < kChunks; dt += 2) {
+          uint32_t b[4];
+          ac_load_matrix_x4_trans(b, vs + swizzle(warp_n * kWarpKeys + kk * 16 + lane % 8 + ((lane / 8) % 2) * 8, dt + lane / 16));
+#pragma unroll
+          for (int mt = 0; mt < S.m_tiles; ++mt) {
+            mm.mma(o[mt][dt], pa[mt], b[0], b[1]);
+            mm.mma(o[mt][dt + 1], pa[mt], b[2], b[3]);
+          }
+        }
+      }
+    }
+
+    // Epilogue: every warp's rows into shared memory (the key ring is free now), then each
+    // (row, 16-byte chunk) combined over the warps that split its keys and written once.
+    ac_copy_wait<0>();
+    ac_sync();
+    float* o_s = reinterpret_cast<float*>(q_s);
+    float* m_s = o_s + S.warps_n * kBlockM * S.out_stride();
+    float* l_s = m_s + S.warps_n * kBlockM;
+#pragma unroll
+    for (int mt = 0; mt < S.m_tiles; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float l = l_run[mt][h];
+        l += ac_shfl_xor(l, 1);
+        l += ac_shfl_xor(l, 2);
+        const int r = warp_n * kBlockM + (warp_m * S.m_tiles + mt) * 16 + g4 + 8 * h;
+#pragma unroll
+        for (int dt = 0; dt < kChunks; ++dt) {
+          o_s[r * S.out_stride() + dt * 8 + 2 * t4] = o[mt][dt][2 * h];
+          o_s[r * S.out_stride() + dt * 8 + 2 * t4 + 1] = o[mt][dt][2 * h + 1];
+        }
+        if (t4 == 0) m_s[r] = m_run[mt][h], l_s[r] = l;
+      }
+    ac_sync();
+    for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
+      const int r = x / kChunks, c = x % kChunks, flat = row0 + r;
+      if (flat >= rows_total) continue;
+      const int32_t token = seq.q_start + flat / group, h = kh * group + flat % group;
+      float mx = -AC_INFINITY;
+#pragma unroll
+      for (int w = 0; w < S.warps_n; ++w) mx = fmaxf(mx, m_s[w * kBlockM + r]);
+      float l = 0.f, acc[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[i] = 0.f;
+#pragma unroll
+      for (int w = 0; w < S.warps_n; ++w) {
+        const float mw = m_s[w * kBlockM + r];
+        if (mw == -AC_INFINITY) continue;
+        const float f = ac_exp2(mw - mx);
+        l += l_s[w * kBlockM + r] * f;
+        const float* src = o_s + (w * kBlockM + r) * S.out_stride() + c * 8;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] += src[i] * f;
+      }
+      if (p.num_splits > 1) {
+        float* dst = p.partial_out + ((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * D + c * 8;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dst[i] = acc[i];
+        if (c == 0) {
+          float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * 2;
+          ml[0] = mx == -AC_INFINITY ? -AC_INFINITY : mx * kLn2;
+          ml[1] = l;
+        }
+        continue;
+      }
+      const float sink = p.sinks ? p.sinks[h] * kLog2e : -AC_INFINITY;
+      const float mf = fmaxf(mx, sink);
+      const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(mx - mf);
+      const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
+      const float inv = lf > 0.f ? keep / lf : 0.f;
+      ac_u32x4 packed;
+      packed.x = mm.pack(acc[0] * inv, acc[1] * inv);
+      packed.y = mm.pack(acc[2] * inv, acc[3] * inv);
+      packed.z = mm.pack(acc[4] * inv, acc[5] * inv);
+      packed.w = mm.pack(acc[6] * inv, acc[7] * inv);
+      *reinterpret_cast<ac_u32x4*>(static_cast<uint16_t*>(p.out) + token * p.out_tok + h * p.out_head + c * 8) = packed;
+      if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = lf > 0.f ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
+    }
+    ac_sync();  // the next m-tile reuses shared memory
+  }
+};
+
+// Grid: x = m-tiles (grid-stride, heaviest causal tiles first), y = KV head, z = sequence x split.
+template <typename T, ac_tiled_shape S>
+AC_DEVICE void tiled_attention(const ac_attention_params& p) {
+  AC_DYNAMIC_SHARED(smem);
+  using A = TiledAttention<T, S>;
+  const int32_t b = ac_block_z() / p.num_splits, split = ac_block_z() % p.num_splits;
+  if (b >= p.batch) return;
+  A a{p};
+  a.q_s = reinterpret_cast<uint16_t*>(smem);
+  a.k_s = a.q_s + A::kBlockM * A::D;
+  a.v_s = a.k_s + S.stages * S.block_n * A::D;
+  a.valid_s = reinterpret_cast<uint8_t*>(a.v_s + S.stages * S.block_n * A::D);
+  a.seq = sequence_at(p, b);
+  a.kh = ac_block_y();
+  a.group = p.hq / p.hk;
+  a.rows_total = a.seq.q_len * a.group;
+  const int32_t m_tiles = (a.rows_total + A::kBlockM - 1) / A::kBlockM;
+  for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.run(m_tiles - 1 - i, split);
+}
+
+}  // namespace
+
+#define AC_TILED_KERNELS(name, T, shape_of)                                                                   \
+  extern "C" __global__ __launch_bounds__(shape_of(64).threads()) void name##_d64(ac_attention_params p) {   \
+    tiled_attention<T, shape_of(64)>(p);                                                                    \
+  }                                                                                                         \
+  extern "C" __global__ __launch_bounds__(shape_of(128).threads()) void name##_d128(ac_attention_params p) { \
+    tiled_attention<T, shape_of(128)>(p);                                                                   \
+  }
+AC_TILED_KERNELS(ac_tiled_rows_bf16, BF16, ac_tiled_rows_shape)
+AC_TILED_KERNELS(ac_tiled_rows_f16, F16, ac_tiled_rows_shape)
+AC_TILED_KERNELS(ac_tiled_keys_bf16, BF16, ac_tiled_keys_shape)
+AC_TILED_KERNELS(ac_tiled_keys_f16, F16, ac_tiled_keys_shape)
+#undef AC_TILED_KERNELS
+
+#endif  // AC_HAS_MATRIX_OPS
