@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""GPU timings of the fallback kernels beside, in the same run, the measured copy bandwidth and
-torch's SDPA backends (cuDNN, flash) on the same shapes without sinks (SDPA has no sinks and no
+"""GPU timings of the fallback kernels beside, in the same run, the measured ceilings (copy
+bandwidth, bf16 matmul rate) and torch's SDPA backends (cuDNN, flash) on the same shapes without sinks (SDPA has no sinks and no
 paged cache: its cache is contiguous). Calls are captured as CUDA graphs (one per KV copy) and
 the replays timed with device events after warm-up, medians; the KV copies together exceed the
-L2. The host cost of a call is timed separately (eager, per call). Prints a table, writes JSON.
+L2. The host cost of a call is timed separately (eager, per call). Prefill (causal, window 128,
+head dim 64 and 128, GPT-OSS heads) is timed eagerly; causal FLOPs count only the pairs computed.
+Ratios are peer time / our time (above 1: we are faster). Prints a table, writes JSON.
 
     bench/gpu_attention.py [--json OUT] [--quick]
 """
@@ -18,6 +20,7 @@ import torch.nn.functional as F
 import aiter_compat
 
 L2_BYTES = 60e6
+MATMUL_FLOPS = 0.0  # set in main from matmul_rate()
 
 
 def timed(fn, reps=30, warmup=5):
@@ -55,6 +58,13 @@ def timed_graphs(calls, reps=30):
         graphs[it[0] % len(graphs)].replay()
         it[0] += 1
     return timed(replay, reps=reps)
+
+
+def matmul_rate():
+    """bf16 dense matmul rate measured in this run (8192^3)."""
+    a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn_like(a)
+    return 2 * 8192 ** 3 / timed(lambda: a @ b, reps=10)
 
 
 def copy_bandwidth():
@@ -103,13 +113,50 @@ def sdpa_decode(batch, ctx, backend, hq=64, hk=8, d=64):
         return float("nan")
 
 
+def prefill_case(batch, seqlen, d, window, hq=64, hk=8, sinks=True):
+    """Our varlen prefill (causal, sinks) timed eagerly; FLOPs with causal (and window) pairs only."""
+    q = torch.randn(batch * seqlen, hq, d, dtype=torch.bfloat16, device="cuda")
+    k = torch.randn(batch * seqlen, hk, d, dtype=torch.bfloat16, device="cuda")
+    v = torch.randn_like(k)
+    cu = torch.arange(0, (batch + 1) * seqlen, seqlen, dtype=torch.int32, device="cuda")
+    s = torch.randn(hq, device="cuda") if sinks else None
+    out = torch.empty_like(q)
+    t = timed(lambda: aiter_compat.flash_attn_varlen_func(q, k, v, cu, cu, seqlen, seqlen, causal=True,
+                                                          window_size=window, sink_ptr=s, out=out), reps=10)
+    span = window[0] + 1 if window[0] >= 0 else seqlen
+    pairs = sum(min(i + 1, span) for i in range(seqlen)) * batch
+    return t, 4 * pairs * hq * d
+
+
+def sdpa_prefill(batch, seqlen, d, backend, hq=64, hk=8):
+    q = torch.randn(batch, hq, seqlen, d, dtype=torch.bfloat16, device="cuda")
+    k = torch.randn(batch, hk, seqlen, d, dtype=torch.bfloat16, device="cuda")
+    v = torch.randn_like(k)
+    from torch.nn.attention import sdpa_kernel
+
+    def run():
+        with sdpa_kernel(backend):
+            F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    try:
+        return timed(run, reps=10)
+    except RuntimeError:
+        return float("nan")
+
+
+def ratio(peer_us, ours_us):
+    return peer_us / ours_us if peer_us == peer_us else float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     from torch.nn.attention import SDPBackend
+    peers = (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION))
     bw = copy_bandwidth()
+    global MATMUL_FLOPS
+    MATMUL_FLOPS = matmul_rate()
     rows = []
     shapes = [(1, 32768), (4, 32768), (64, 4096), (128, 4096)] if args.quick else \
         [(b, c) for b in (1, 4, 16, 64, 128) for c in (4096, 32768)]
@@ -118,22 +165,41 @@ def main():
             t, moved, host = decode_case(batch, ctx, window)
             t_off, _, _ = decode_case(batch, ctx, window, sinks=False)
             row = {"case": f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}",
-                   "us": t * 1e6, "TB/s": moved / t / 1e12, "pct_copy": 100 * moved / t / bw,
-                   "sinks_off_us": t_off * 1e6, "eager_call_us": host * 1e6}
+                   "us": t * 1e6, "TB/s": moved / t / 1e12, "pct_ceiling": 100 * moved / t / bw,
+                   "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * (t / t_off - 1), "eager_call_us": host * 1e6}
             if window[0] < 0:
-                for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+                for name, be in peers:
                     row[f"{name}_us"] = sdpa_decode(batch, ctx, be) * 1e6
+                    row[f"{name}/ours"] = ratio(row[f"{name}_us"], row["us"])
             rows.append(row)
-    print(f"copy bandwidth (read + write): {bw / 1e12:.2f} TB/s")
-    print(f"{'case':26s} {'us':>9s} {'TB/s':>6s} {'%copy':>6s} {'no-sink us':>10s} {'eager us':>9s} "
-          f"{'cudnn us':>9s} {'flash us':>9s}")
+    prefill = [(4, 4096), (1, 16384)] if not args.quick else [(4, 4096)]
+    for d in (64, 128):
+        for batch, seqlen in prefill:
+            for window in ((-1, -1), (127, 0)):
+                t, flops = prefill_case(batch, seqlen, d, window)
+                t_off, _ = prefill_case(batch, seqlen, d, window, sinks=False)
+                row = {"case": f"prefill d{d} {batch}x{seqlen // 1024}k {'win128' if window[0] >= 0 else 'causal'}",
+                       "us": t * 1e6, "TFLOP/s": flops / t / 1e12, "pct_ceiling": 100 * flops / t / MATMUL_FLOPS,
+                       "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * (t / t_off - 1)}
+                if window[0] < 0:
+                    for name, be in peers:
+                        row[f"{name}_us"] = sdpa_prefill(batch, seqlen, d, be) * 1e6
+                        row[f"{name}/ours"] = ratio(row[f"{name}_us"], row["us"])
+                rows.append(row)
+    print(f"copy bandwidth (read + write): {bw / 1e12:.2f} TB/s; bf16 dense matmul: "
+          f"{MATMUL_FLOPS / 1e12:.0f} TFLOP/s (the two ceilings)")
+    print(f"{'case':28s} {'us':>9s} {'rate':>7s} {'%ceil':>6s} {'no-sink us':>10s} {'sink %':>6s} {'eager us':>9s} "
+          f"{'cudnn us':>9s} {'cudnn/us':>8s} {'flash us':>9s} {'flash/us':>8s}")
+    nan = float("nan")
     for r in rows:
-        print(f"{r['case']:26s} {r['us']:9.1f} {r['TB/s']:6.2f} {r['pct_copy']:6.1f} {r['sinks_off_us']:10.1f} "
-              f"{r['eager_call_us']:9.1f} {r.get('cudnn_us', float('nan')):9.1f} {r.get('flash_us', float('nan')):9.1f}")
+        rate = r.get("TB/s", r.get("TFLOP/s"))
+        print(f"{r['case']:28s} {r['us']:9.1f} {rate:7.2f} {r['pct_ceiling']:6.1f} {r['sinks_off_us']:10.1f} "
+              f"{r['sinks_cost_pct']:6.1f} {r.get('eager_call_us', nan):9.1f} {r.get('cudnn_us', nan):9.1f} "
+              f"{r.get('cudnn/ours', nan):8.2f} {r.get('flash_us', nan):9.1f} {r.get('flash/ours', nan):8.2f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"copy_bandwidth_TBps": bw / 1e12, "device": torch.cuda.get_device_name(), "rows": rows}, f,
-                      indent=1)
+            json.dump({"copy_bandwidth_TBps": bw / 1e12, "matmul_TFLOPs": MATMUL_FLOPS / 1e12,
+                       "device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,9 @@ for tool in ${SANITIZERS:-memcheck racecheck}; do
   echo "compute-sanitizer $tool: rc=$rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases ran' "$OUT/$tool.log" | tr '\n' ' ')"
   [ $rc -ne 0 ] && san_rc=$rc
 done
-[ "${BENCH:-1}" = 1 ] && timeout 200 "$PY" bench/gpu_attention.py --quick --json "$OUT/bench_quick.json" 2>&1 | tee "$OUT/bench.log"
+case "${BENCH:-quick}" in
+  quick) timeout 200 "$PY" bench/gpu_attention.py --quick --json "$OUT/bench_quick.json" 2>&1 | tee "$OUT/bench.log" ;;
+  full) timeout 400 "$PY" bench/gpu_attention.py --json "$OUT/bench_full.json" 2>&1 | tee "$OUT/bench.log" ;;
+esac
 echo "gpu tests rc=$tests_rc sanitizers rc=$san_rc"
 exit $(( tests_rc != 0 || san_rc != 0 ))

@@ -45,6 +45,10 @@ VARLEN = [
     ("large sinks", [33], [33], 8, 2, 64, True, (-1, -1), "large", torch.bfloat16, 1e-2),
     ("-inf sinks", [33], [33], 8, 2, 64, True, (-1, -1), "-inf", torch.bfloat16, 1e-2),
     ("no sinks", [33], [50], 8, 2, 64, False, (5, 3), None, torch.float32, 1e-4),
+    ("long causal with a cached prefix", [1100, 513], [1100, 700], 64, 8, 64, True, (-1, -1), "random",
+     torch.bfloat16, 1e-2),
+    ("long head dim 128 group 4", [600], [900], 32, 8, 128, True, (-1, -1), "random", torch.bfloat16, 1e-2),
+    ("long fp16 window 100 right 20", [700], [700], 16, 2, 64, True, (100, 20), "random", torch.float16, 2e-3),
 ]
 
 
@@ -67,6 +71,18 @@ def test_varlen(case):
     assert torch.equal(torch.isfinite(lse.cpu()), finite)
     if finite.any():
         assert ((lse.cpu()[finite] - want_lse[finite]).abs() / want_lse[finite].abs().clamp(min=1)).max().item() <= 1e-4
+
+
+def test_max_seqlen_q_underestimated():
+    """A max_seqlen_q below the real length costs time, not results: every query row is written."""
+    q, k, v, cu_q, cu_k = ragged([700, 90], [700, 90], 64, 8, 64, torch.bfloat16)
+    sinks = torch.randn(64)
+    want = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 700, 700, causal=True, sink_ptr=sinks)
+    out = torch.full(q.shape, float("nan"), dtype=q.dtype, device=DEV)
+    got = aiter_compat.flash_attn_varlen_func(q.cuda(), k.cuda(), v.cuda(), cu_q.cuda(), cu_k.cuda(), 10, 700,
+                                              causal=True, sink_ptr=sinks.cuda(), out=out)
+    torch.cuda.synchronize()
+    record("varlen: max_seqlen_q 10 for a 700-token sequence", got, want, 1e-2)
 
 
 def test_flash_attn_func_batch():
@@ -101,7 +117,7 @@ def paged(ctx, qlen, hq, hk, d, block_size, dtype=torch.bfloat16):
 DECODE = [
     # name, ctx lens, block size, window, sinks[, head dim, dtype, q heads]
     ("head dim 128 fp16", [5000, 3, 64], 16, (-1, -1), "random", 128, torch.float16, 64),
-    ("group 16 (generic kernel)", [3000, 7], 32, (-1, -1), "random", 64, torch.bfloat16, 128),
+    ("group 16", [3000, 7], 32, (-1, -1), "random", 64, torch.bfloat16, 128),
     ("gpt-oss decode block 16", [4096, 1, 100, 3000], 16, (-1, -1), "random"),
     ("gpt-oss decode block 32 window 128", [4096, 50, 129], 32, (127, 0), "random"),
     ("gpt-oss decode block 64", [777, 2048], 64, (-1, -1), "large"),
