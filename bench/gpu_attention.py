@@ -98,7 +98,8 @@ def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64, sinks=True):
 def sdpa_decode(batch, ctx, backend, hq=64, hk=8, d=64):
     kv_bytes = 2 * batch * ctx * hk * d * 2
     copies = max(1, int(3 * L2_BYTES // kv_bytes) + 1)
-    kvs = [(torch.randn(batch, hk, ctx, d, dtype=torch.bfloat16, device="cuda"),) * 2 for _ in range(copies)]
+    kvs = [tuple(torch.randn(batch, hk, ctx, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+           for _ in range(copies)]  # K and V apart: each byte read once, as in ours
     q = torch.randn(batch, hq, 1, d, dtype=torch.bfloat16, device="cuda")
     from torch.nn.attention import sdpa_kernel
 

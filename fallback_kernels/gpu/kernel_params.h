@@ -32,10 +32,10 @@ struct ac_tiled_shape {
   }
 };
 constexpr ac_tiled_shape ac_tiled_rows_shape(int head_dim) {
-  return head_dim == 64 ? ac_tiled_shape{4, 2, 1, 64, 3, 64} : ac_tiled_shape{4, 2, 1, 64, 2, 128};
+  return head_dim == 64 ? ac_tiled_shape{4, 2, 1, 64, 3, 64} : ac_tiled_shape{4, 2, 1, 32, 3, 128};
 }
 constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
-  return head_dim == 64 ? ac_tiled_shape{1, 1, 4, 64, 4, 64} : ac_tiled_shape{1, 1, 4, 64, 3, 128};
+  return head_dim == 64 ? ac_tiled_shape{1, 1, 4, 64, 3, 64} : ac_tiled_shape{1, 1, 4, 64, 3, 128};
 }
 #endif
 

@@ -134,14 +134,13 @@ LoadedModule& module_for(DeviceKind kind, int device) {
     }
   }
   // The tiled kernels take more dynamic shared memory than the default 48 KB.
-  for (int d : {64, 128})
-    for (auto [shape, kind_name] : {std::pair{ac_tiled_rows_shape(d), "rows"}, std::pair{ac_tiled_keys_shape(d), "keys"}})
-      for (const char* t : {"bf16", "f16"}) {
-        auto it = m.functions.find(std::string("ac_tiled_") + kind_name + "_" + t + "_d" + std::to_string(d));
-        if (it != m.functions.end())
-          check(kind, cuda().cuFuncSetAttribute(it->second, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, shape.smem_bytes()),
-                "cuFuncSetAttribute");
-      }
+  for (auto& [name, fn] : m.functions) {
+    if (name.rfind("ac_tiled_", 0) != 0) continue;
+    const int d = name.substr(name.size() - 4) == "d128" ? 128 : 64;
+    const ac_tiled_shape shape = name.find("_keys_") != std::string::npos ? ac_tiled_keys_shape(d) : ac_tiled_rows_shape(d);
+    check(kind, cuda().cuFuncSetAttribute(fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, shape.smem_bytes()),
+          "cuFuncSetAttribute");
+  }
   return modules.emplace(key, std::move(m)).first->second;
 }
 
@@ -208,7 +207,8 @@ Plan plan(const ac_attention_params& p, DType dtype, const LoadedModule& m, int6
   // when they fit one 16-row tile (decode), else "rows".
   const int64_t rows = std::max<int64_t>(max_q, 1) * (p.hq / p.hk);
   const bool keys_shape = rows <= 16;
-  auto tiled = m.functions.find(std::string("ac_tiled_") + (keys_shape ? "keys_" : "rows_") + type + dim);
+  auto tiled = m.functions.find(std::string("ac_tiled_") + (keys_shape ? "keys_" : "rows_") +
+                                (p.paged ? "paged_" : "") + type + dim);
   if (tiled != m.functions.end() && tiled_kernel_fits(p, dtype) && p.batch <= 65535) {
     const ac_tiled_shape s = keys_shape ? ac_tiled_keys_shape(p.head_dim) : ac_tiled_rows_shape(p.head_dim);
     k.fn = tiled->second;

@@ -21,7 +21,7 @@
 #if AC_HAS_MATRIX_OPS
 namespace {
 
-template <typename T, ac_tiled_shape S>
+template <typename T, ac_tiled_shape S, bool kPaged>
 struct TiledAttention {
   static constexpr int D = S.head_dim;
   static constexpr int kThreads = S.threads();
@@ -29,7 +29,8 @@ struct TiledAttention {
   static constexpr int kWarpKeys = S.block_n / S.warps_n;  // keys of a tile each warp takes
   static constexpr int kKeyTiles = kWarpKeys / 8;          // 8-key score fragments per warp
   static constexpr int kChunks = D / 8;                    // 16-byte chunks per row
-  static_assert(kWarpKeys % 16 == 0 && D % 16 == 0, "tile shape");
+  static constexpr int kLoads = S.block_n * kChunks / kThreads;  // 16-byte K (and V) loads per thread per tile
+  static_assert(kWarpKeys % 16 == 0 && D % 16 == 0 && S.block_n * kChunks % kThreads == 0, "tile shape");
   static constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
   // Rows are stored 16-byte chunk c of row r at chunk c ^ (r % 8): the 8 rows one matrix load
@@ -67,21 +68,33 @@ struct TiledAttention {
     }
   }
 
+  // Block-table entries of this thread's rows of keys [j0, j0 + block_n), read one tile ahead
+  // of their use so that the copies never wait on the table (-1: past the keys).
+  AC_MEMBER void lookup_pages(int tid, int32_t j0, int32_t (&pages)[kLoads]) {
+    if (!kPaged) return;
+    const int32_t* table = p.block_table + seq.b * p.bt_row;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int32_t j = j0 + (tid + i * kThreads) / kChunks;
+      pages[i] = j < k_end ? table[(j / p.block_size) * p.bt_col] : -1;
+    }
+  }
+
   // Keys [j0, j0 + block_n) into ring slot `stage`; rows past k_end or on a block-table entry
   // outside the cache are zero and marked invalid.
-  AC_MEMBER void load_keys(int tid, int32_t j0, int stage) {
+  AC_MEMBER void load_keys(int tid, int32_t j0, int stage, const int32_t (&pages)[kLoads]) {
     const uint16_t* k = static_cast<const uint16_t*>(p.k) + kh * p.k_head;
     const uint16_t* v = static_cast<const uint16_t*>(p.v) + kh * p.v_head;
     uint16_t* ks = k_s + stage * S.block_n * D;
     uint16_t* vs = v_s + stage * S.block_n * D;
-    const int32_t* table = p.paged ? p.block_table + seq.b * p.bt_row : nullptr;
-    for (int x = tid; x < S.block_n * kChunks; x += kThreads) {
-      const int r = x / kChunks, c = x % kChunks;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int x = tid + i * kThreads, r = x / kChunks, c = x % kChunks;
       const int32_t j = j0 + r;
       bool ok = j < k_end;
       int64_t koff = 0, voff = 0;
-      if (table) {
-        const int32_t block = ok ? table[(j / p.block_size) * p.bt_col] : 0;
+      if (kPaged) {
+        const int32_t block = pages[i];
         ok = ok && block >= 0 && block < p.num_blocks;
         const int32_t slot = j % p.block_size;
         koff = ok ? static_cast<int64_t>(block) * p.k_tok + slot * p.k_slot : 0;
@@ -128,10 +141,17 @@ struct TiledAttention {
       }
 
     load_q(tid);
+    int32_t next_pages[kLoads];  // of the next tile to load
+    {
+      int32_t pages[S.stages - 1][kLoads];
 #pragma unroll
-    for (int st = 0; st < S.stages - 1; ++st) {
-      if (st < n_tiles) load_keys(tid, k_begin + st * S.block_n, st);
-      ac_copy_commit();  // empty groups keep the count uniform
+      for (int st = 0; st < S.stages - 1; ++st) lookup_pages(tid, k_begin + st * S.block_n, pages[st]);
+      lookup_pages(tid, k_begin + (S.stages - 1) * S.block_n, next_pages);
+#pragma unroll
+      for (int st = 0; st < S.stages - 1; ++st) {
+        if (st < n_tiles) load_keys(tid, k_begin + st * S.block_n, st, pages[st]);
+        ac_copy_commit();  // empty groups keep the count uniform
+      }
     }
 
     float o[S.m_tiles][kChunks][4], m_run[S.m_tiles][2], l_run[S.m_tiles][2];
@@ -149,8 +169,10 @@ struct TiledAttention {
     for (int32_t it = 0; it < n_tiles; ++it) {
       ac_copy_wait<S.stages - 2>();
       ac_sync();  // tile `it` landed for every thread; slot (it - 1) % stages is free again
-      if (it + S.stages - 1 < n_tiles) load_keys(tid, k_begin + (it + S.stages - 1) * S.block_n, (it + S.stages - 1) % S.stages);
+      const int32_t ahead = it + S.stages - 1;
+      if (ahead < n_tiles) load_keys(tid, k_begin + ahead * S.block_n, ahead % S.stages, next_pages);
       ac_copy_commit();
+      if (ahead + 1 < n_tiles) lookup_pages(tid, k_begin + (ahead + 1) * S.block_n, next_pages);
       const int stage = it % S.stages;
       const uint16_t* ks = k_s + stage * S.block_n * D;
       const uint16_t* vs = v_s + stage * S.block_n * D;
@@ -182,7 +204,7 @@ struct TiledAttention {
         }
       }
 
-      if (p.paged || j0 < unmasked_lo || j0 + S.block_n > unmasked_hi) {
+      if (kPaged || j0 < unmasked_lo || j0 + S.block_n > unmasked_hi) {
         const uint8_t* valid = valid_s + stage * S.block_n;
 #pragma unroll
         for (int nt = 0; nt < kKeyTiles; ++nt)
@@ -320,10 +342,10 @@ struct TiledAttention {
 };
 
 // Grid: x = m-tiles (grid-stride, heaviest causal tiles first), y = KV head, z = sequence x split.
-template <typename T, ac_tiled_shape S>
+template <typename T, ac_tiled_shape S, bool kPaged>
 AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_DYNAMIC_SHARED(smem);
-  using A = TiledAttention<T, S>;
+  using A = TiledAttention<T, S, kPaged>;
   const int32_t b = ac_block_z() / p.num_splits, split = ac_block_z() % p.num_splits;
   if (b >= p.batch) return;
   A a{p};
@@ -341,17 +363,22 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
 
 }  // namespace
 
-#define AC_TILED_KERNELS(name, T, shape_of)                                                                   \
-  extern "C" __global__ __launch_bounds__(shape_of(64).threads()) void name##_d64(ac_attention_params p) {   \
-    tiled_attention<T, shape_of(64)>(p);                                                                    \
-  }                                                                                                         \
-  extern "C" __global__ __launch_bounds__(shape_of(128).threads()) void name##_d128(ac_attention_params p) { \
-    tiled_attention<T, shape_of(128)>(p);                                                                   \
-  }
-AC_TILED_KERNELS(ac_tiled_rows_bf16, BF16, ac_tiled_rows_shape)
-AC_TILED_KERNELS(ac_tiled_rows_f16, F16, ac_tiled_rows_shape)
-AC_TILED_KERNELS(ac_tiled_keys_bf16, BF16, ac_tiled_keys_shape)
-AC_TILED_KERNELS(ac_tiled_keys_f16, F16, ac_tiled_keys_shape)
+// Contiguous (varlen, batch) and paged KV are separate kernels: the block-table lookups ahead of
+// each tile cost registers that the contiguous case should not pay.
+#define AC_TILED_KERNEL(name, T, shape, paged) \
+  extern "C" __global__ __launch_bounds__(shape.threads()) void name(ac_attention_params p) { tiled_attention<T, shape, paged>(p); }
+#define AC_TILED_KERNELS(kind, shape_of)                                                     \
+  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d64, BF16, shape_of(64), false)                     \
+  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d128, BF16, shape_of(128), false)                   \
+  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d64, F16, shape_of(64), false)                       \
+  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d128, F16, shape_of(128), false)                     \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d64, BF16, shape_of(64), true)                \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d128, BF16, shape_of(128), true)              \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d64, F16, shape_of(64), true)                  \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d128, F16, shape_of(128), true)
+AC_TILED_KERNELS(rows, ac_tiled_rows_shape)
+AC_TILED_KERNELS(keys, ac_tiled_keys_shape)
 #undef AC_TILED_KERNELS
+#undef AC_TILED_KERNEL
 
 #endif  // AC_HAS_MATRIX_OPS

@@ -71,7 +71,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
   gpu::paged_attention(batch64.args, nullptr);
   ASSERT_EQ(fake.launches(), 2);
   // One token's 8 query heads of a KV group fill one 16-row tile: the "keys" shape.
-  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_bf16_d64");
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
   EXPECT_EQ(fake.launch(0)->grid[0], 1u);
   EXPECT_EQ(fake.launch(0)->grid[1], 8u);
   EXPECT_EQ(fake.launch(0)->grid[2], 64u * 3);  // 512 blocks < 8 per multiprocessor: 3 splits
@@ -82,7 +82,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
   DecodeCase one(1, 32768);
   gpu::paged_attention(one.args, nullptr);
   ASSERT_EQ(fake.launches(), 2);
-  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_bf16_d64");
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
   EXPECT_EQ(fake.launch(0)->grid[2], 64u);  // capped at 64 splits (512 keys each)
   EXPECT_EQ(fake.allocations(), 1);
   EXPECT_EQ(fake.frees(), 1);
@@ -99,7 +99,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
   extend.args.one_query_per_sequence = false;
   extend.args.max_seqlen_q = 300;
   gpu::paged_attention(extend.args, nullptr);
-  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_rows_bf16_d64");
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_rows_paged_bf16_d64");
   EXPECT_EQ(fake.launch(0)->grid[0], 19u);
   EXPECT_EQ(fake.launch(0)->grid[2], 4u * 2);  // 608 blocks: 2 splits
   EXPECT_EQ(fake.launch(0)->block[0], 128u);
