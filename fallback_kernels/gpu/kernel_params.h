@@ -20,6 +20,7 @@
 #ifdef __cplusplus
 struct ac_tiled_shape {
   int warps_m, m_tiles, warps_n, block_n, stages, head_dim;
+  int blocks_per_sm;  // resident blocks the registers must leave room for (launch bounds)
   constexpr int threads() const { return warps_m * warps_n * 32; }
   constexpr int block_m() const { return warps_m * m_tiles * 16; }
   constexpr int out_stride() const { return head_dim + 4; }  // floats per row of the epilogue buffer
@@ -32,10 +33,10 @@ struct ac_tiled_shape {
   }
 };
 constexpr ac_tiled_shape ac_tiled_rows_shape(int head_dim) {
-  return head_dim == 64 ? ac_tiled_shape{4, 2, 1, 64, 3, 64} : ac_tiled_shape{4, 2, 1, 32, 3, 128};
+  return head_dim == 64 ? ac_tiled_shape{4, 2, 1, 64, 3, 64, 2} : ac_tiled_shape{4, 2, 1, 32, 3, 128, 2};
 }
 constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
-  return head_dim == 64 ? ac_tiled_shape{1, 1, 4, 64, 3, 64} : ac_tiled_shape{1, 1, 4, 64, 3, 128};
+  return head_dim == 64 ? ac_tiled_shape{1, 1, 4, 64, 3, 64, 4} : ac_tiled_shape{1, 1, 4, 64, 3, 128, 2};
 }
 #endif
 

@@ -32,6 +32,9 @@ AC_DEVICE void ac_copy_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
 }
 
+// Block barrier that also returns whether `pred` held for any thread of the block.
+AC_DEVICE bool ac_sync_or(bool pred) { return __syncthreads_or(pred) != 0; }
+
 // Four 8 x 8 matrices of 16-bit elements; lanes 8i..8i+7 give the row addresses of matrix i.
 AC_DEVICE void ac_load_matrix_x4(uint32_t (&r)[4], const void* row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"

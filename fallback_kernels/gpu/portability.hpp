@@ -20,6 +20,7 @@ AC_DEVICE int ac_grid_x() { return __builtin_amdgcn_grid_size_x() / __builtin_am
 #define AC_DYNAMIC_SHARED(name) extern __attribute__((shared)) __attribute__((aligned(16))) unsigned char name[]
 AC_DEVICE float ac_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
 AC_DEVICE float ac_log2(float x) { return __builtin_amdgcn_logf(x); }
+AC_DEVICE int ac_ffs(int x) { return __builtin_ffs(x); }  // 1 + index of the lowest set bit; 0 for 0
 AC_DEVICE void ac_sync() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
   __builtin_amdgcn_s_barrier();
@@ -57,6 +58,7 @@ AC_DEVICE float ac_exp2(float x) {
   return y;
 }
 AC_DEVICE float ac_log2(float x) { return __log2f(x); }
+AC_DEVICE int ac_ffs(int x) { return __ffs(x); }  // 1 + index of the lowest set bit; 0 for 0
 AC_DEVICE void ac_sync() { __syncthreads(); }
 AC_DEVICE float ac_exp(float x) { return exp2f(x * 1.4426950408889634f); }
 AC_DEVICE float ac_log(float x) { return __logf(x); }

@@ -29,8 +29,13 @@ struct TiledAttention {
   static constexpr int kWarpKeys = S.block_n / S.warps_n;  // keys of a tile each warp takes
   static constexpr int kKeyTiles = kWarpKeys / 8;          // 8-key score fragments per warp
   static constexpr int kChunks = D / 8;                    // 16-byte chunks per row
-  static constexpr int kLoads = S.block_n * kChunks / kThreads;  // 16-byte K (and V) loads per thread per tile
-  static_assert(kWarpKeys % 16 == 0 && D % 16 == 0 && S.block_n * kChunks % kThreads == 0, "tile shape");
+  // Each thread copies two 16-byte chunks of a row per slot: one address (and block-table
+  // entry) per 32 bytes of K and of V.
+  static constexpr int kSlots = kChunks / 2;                   // per row
+  static constexpr int kLoads = S.block_n * kSlots / kThreads;  // rows per thread per tile
+  static_assert(kWarpKeys % 16 == 0 && D % 16 == 0 && S.block_n * kSlots % kThreads == 0, "tile shape");
+  // "keys" shapes keep their 16 query rows in registers (16 or 32 of them) for the whole loop.
+  static constexpr bool kQInRegisters = S.warps_n > 1 && S.m_tiles == 1;
   static constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
   // Rows are stored 16-byte chunk c of row r at chunk c ^ (r % 8): the 8 rows one matrix load
@@ -44,6 +49,7 @@ struct TiledAttention {
   uint8_t* valid_s;
   Sequence seq;
   int32_t kh, group, rows_total, row0, k_begin, k_end;
+  int32_t page_shift;  // log2 of the block size when it is a power of two, else -1
 
   // Keys of query token t (position t + k_len - q_len): [lo, hi).
   AC_MEMBER int32_t key_lo(int32_t t) const {
@@ -75,38 +81,44 @@ struct TiledAttention {
     const int32_t* table = p.block_table + seq.b * p.bt_row;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int32_t j = j0 + (tid + i * kThreads) / kChunks;
-      pages[i] = j < k_end ? table[(j / p.block_size) * p.bt_col] : -1;
+      const int32_t j = j0 + (tid + i * kThreads) / kSlots;
+      pages[i] = j < k_end ? table[(page_shift >= 0 ? j >> page_shift : j / p.block_size) * p.bt_col] : -1;
     }
   }
 
   // Keys [j0, j0 + block_n) into ring slot `stage`; rows past k_end or on a block-table entry
-  // outside the cache are zero and marked invalid.
-  AC_MEMBER void load_keys(int tid, int32_t j0, int stage, const int32_t (&pages)[kLoads]) {
+  // outside the cache are zero and marked invalid. Returns whether this thread met such an entry.
+  AC_MEMBER bool load_keys(int tid, int32_t j0, int stage, const int32_t (&pages)[kLoads]) {
+    bool bad_page = false;
     const uint16_t* k = static_cast<const uint16_t*>(p.k) + kh * p.k_head;
     const uint16_t* v = static_cast<const uint16_t*>(p.v) + kh * p.v_head;
     uint16_t* ks = k_s + stage * S.block_n * D;
     uint16_t* vs = v_s + stage * S.block_n * D;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int x = tid + i * kThreads, r = x / kChunks, c = x % kChunks;
+      const int x = tid + i * kThreads, r = x / kSlots, c = (x % kSlots) * 2;
       const int32_t j = j0 + r;
       bool ok = j < k_end;
       int64_t koff = 0, voff = 0;
       if (kPaged) {
         const int32_t block = pages[i];
+        bad_page = bad_page || (ok && (block < 0 || block >= p.num_blocks));
         ok = ok && block >= 0 && block < p.num_blocks;
-        const int32_t slot = j % p.block_size;
+        const int32_t slot = page_shift >= 0 ? j & (p.block_size - 1) : j % p.block_size;
         koff = ok ? static_cast<int64_t>(block) * p.k_tok + slot * p.k_slot : 0;
         voff = ok ? static_cast<int64_t>(block) * p.v_tok + slot * p.v_slot : 0;
       } else if (ok) {
         koff = static_cast<int64_t>(seq.k_start + j) * p.k_tok;
         voff = static_cast<int64_t>(seq.k_start + j) * p.v_tok;
       }
-      ac_copy16_async(ks + swizzle(r, c), k + koff + c * 8, ok);
-      ac_copy16_async(vs + swizzle(r, c), v + voff + c * 8, ok);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        ac_copy16_async(ks + swizzle(r, c + h), k + koff + (c + h) * 8, ok);
+        ac_copy16_async(vs + swizzle(r, c + h), v + voff + (c + h) * 8, ok);
+      }
       if (c == 0) valid_s[stage * S.block_n + r] = ok;
     }
+    return bad_page;
   }
 
   AC_MEMBER void run(int32_t m_tile, int32_t split) {
@@ -141,6 +153,10 @@ struct TiledAttention {
       }
 
     load_q(tid);
+    // Tiles that hold a block-table entry outside the cache (bit tile % 32): learnt at the
+    // barrier after their copies were issued, and masked; the other interior tiles are not.
+    bool bad_page = false;
+    uint32_t bad_tiles = 0;
     int32_t next_pages[kLoads];  // of the next tile to load
     {
       int32_t pages[S.stages - 1][kLoads];
@@ -149,10 +165,11 @@ struct TiledAttention {
       lookup_pages(tid, k_begin + (S.stages - 1) * S.block_n, next_pages);
 #pragma unroll
       for (int st = 0; st < S.stages - 1; ++st) {
-        if (st < n_tiles) load_keys(tid, k_begin + st * S.block_n, st, pages[st]);
+        if (st < n_tiles) bad_page = load_keys(tid, k_begin + st * S.block_n, st, pages[st]) || bad_page;
         ac_copy_commit();  // empty groups keep the count uniform
       }
     }
+    uint32_t a_q[kQInRegisters ? D / 16 : 1][4];  // Q fragments, when kept in registers
 
     float o[S.m_tiles][kChunks][4], m_run[S.m_tiles][2], l_run[S.m_tiles][2];
 #pragma unroll
@@ -168,9 +185,22 @@ struct TiledAttention {
 
     for (int32_t it = 0; it < n_tiles; ++it) {
       ac_copy_wait<S.stages - 2>();
-      ac_sync();  // tile `it` landed for every thread; slot (it - 1) % stages is free again
+      // Tile `it` landed for every thread; slot (it - 1) % stages is free again.
+      if (kPaged) {
+        const bool bad = ac_sync_or(bad_page);
+        bad_page = false;
+        if (it == 0) bad_tiles = bad ? (1u << (S.stages - 1)) - 1 : 0u;  // the tiles of the prologue
+        else bad_tiles = (bad_tiles & ~(1u << ((it + S.stages - 2) & 31))) | (bad ? 1u << ((it + S.stages - 2) & 31) : 0u);
+      } else {
+        ac_sync();
+      }
+      if constexpr (kQInRegisters) {
+        if (it == 0)
+#pragma unroll
+          for (int kd = 0; kd < D / 16; ++kd) ac_load_matrix_x4(a_q[kd], q_s + swizzle(lane % 16, kd * 2 + lane / 16));
+      }
       const int32_t ahead = it + S.stages - 1;
-      if (ahead < n_tiles) load_keys(tid, k_begin + ahead * S.block_n, ahead % S.stages, next_pages);
+      if (ahead < n_tiles) bad_page = load_keys(tid, k_begin + ahead * S.block_n, ahead % S.stages, next_pages);
       ac_copy_commit();
       if (ahead + 1 < n_tiles) lookup_pages(tid, k_begin + (ahead + 1) * S.block_n, next_pages);
       const int stage = it % S.stages;
@@ -190,8 +220,14 @@ struct TiledAttention {
       for (int kd = 0; kd < D / 16; ++kd) {
         uint32_t a[S.m_tiles][4];
 #pragma unroll
-        for (int mt = 0; mt < S.m_tiles; ++mt)
-          ac_load_matrix_x4(a[mt], q_s + swizzle((warp_m * S.m_tiles + mt) * 16 + lane % 16, kd * 2 + lane / 16));
+        for (int mt = 0; mt < S.m_tiles; ++mt) {
+          if constexpr (kQInRegisters) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a[mt][i] = a_q[kd][i];
+          } else {
+            ac_load_matrix_x4(a[mt], q_s + swizzle((warp_m * S.m_tiles + mt) * 16 + lane % 16, kd * 2 + lane / 16));
+          }
+        }
 #pragma unroll
         for (int nt = 0; nt < kKeyTiles; nt += 2) {
           uint32_t b[4];
@@ -204,7 +240,7 @@ struct TiledAttention {
         }
       }
 
-      if (kPaged || j0 < unmasked_lo || j0 + S.block_n > unmasked_hi) {
+      if ((kPaged && (bad_tiles >> (it & 31) & 1u)) || j0 < unmasked_lo || j0 + S.block_n > unmasked_hi) {
         const uint8_t* valid = valid_s + stage * S.block_n;
 #pragma unroll
         for (int nt = 0; nt < kKeyTiles; ++nt)
@@ -356,6 +392,7 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   a.seq = sequence_at(p, b);
   a.kh = ac_block_y();
   a.group = p.hq / p.hk;
+  a.page_shift = p.block_size > 0 && (p.block_size & (p.block_size - 1)) == 0 ? ac_ffs(p.block_size) - 1 : -1;
   a.rows_total = a.seq.q_len * a.group;
   const int32_t m_tiles = (a.rows_total + A::kBlockM - 1) / A::kBlockM;
   for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.run(m_tiles - 1 - i, split);
@@ -366,7 +403,7 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
 // Contiguous (varlen, batch) and paged KV are separate kernels: the block-table lookups ahead of
 // each tile cost registers that the contiguous case should not pay.
 #define AC_TILED_KERNEL(name, T, shape, paged) \
-  extern "C" __global__ __launch_bounds__(shape.threads()) void name(ac_attention_params p) { tiled_attention<T, shape, paged>(p); }
+  extern "C" __global__ __launch_bounds__(shape.threads(), shape.blocks_per_sm) void name(ac_attention_params p) { tiled_attention<T, shape, paged>(p); }
 #define AC_TILED_KERNELS(kind, shape_of)                                                     \
   AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d64, BF16, shape_of(64), false)                     \
   AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d128, BF16, shape_of(128), false)                   \

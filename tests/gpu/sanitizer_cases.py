@@ -23,6 +23,7 @@ dec, lse = aiter_compat.paged_attention_decode(dq, cache, cache, table, ctx, sin
 hq = torch.randn(3, 8, 128, dtype=torch.float16, device=dev)
 hcache = torch.randn(40, 32, 2, 128, dtype=torch.float16, device=dev)
 htable = torch.randint(0, 40, (3, 20), dtype=torch.int32, device=dev)
+htable[0, 2], htable[2, 0] = 40, -1  # entries outside the cache: skipped, never read
 hdec = aiter_compat.paged_attention_decode(hq, hcache, hcache, htable, torch.tensor([600, 1, 33], dtype=torch.int32,
                                            device=dev), window_size=(127, 0), sinks=sinks)
 bq = torch.randn(2, 9, 8, 64, dtype=torch.float16, device=dev)

@@ -148,6 +148,31 @@ def test_paged_decode(case):
     assert ((lse.cpu() - want_lse).abs() / want_lse.abs().clamp(min=1)).max().item() <= 1e-4
 
 
+@pytest.mark.parametrize("block_size", [16, 24])
+def test_decode_skips_pages_outside_the_cache(block_size):
+    """GPU kernels cannot check block-table contents without a sync: entries outside the cache
+    are skipped (their keys take no weight), and nothing outside the cache is read."""
+    ctx, hq, hk, d = [1000, 300], 64, 8, 64
+    q, kc, vc, table, used, _ = paged(ctx, [1, 1], hq, hk, d, block_size)
+    bad = [(0, 3), (0, 40), (1, 0)]
+    for b, i in bad:
+        table[b, i] = kc.shape[0] + 7 if i else -2
+    sinks = torch.randn(hq)
+    out = aiter_compat.paged_attention_decode(q.cuda(), kc.cuda(), vc.cuda(), table.cuda(), used.cuda(),
+                                              softmax_scale=0.125, sinks=sinks.cuda())
+    torch.cuda.synchronize()
+    for b, n in enumerate(ctx):
+        rows = [j for j in range(n) if (b, j // block_size) not in bad]
+        pages = table[b, torch.tensor(rows) // block_size].long()
+        slots = torch.tensor(rows) % block_size
+        k = kc[pages, slots].float().repeat_interleave(hq // hk, dim=1)  # [rows, hq, d]
+        v = vc[pages, slots].float().repeat_interleave(hq // hk, dim=1)
+        logits = torch.einsum("hd,rhd->hr", q[b].float(), k) * 0.125
+        weights = torch.softmax(torch.cat([logits, sinks[:, None]], dim=1), dim=1)[:, :-1]
+        want = torch.einsum("hr,rhd->hd", weights, v)
+        record(f"decode: pages outside the cache skipped (block {block_size}, sequence {b})", out[b], want, 1e-2)
+
+
 @pytest.mark.parametrize("block_size", [16, 32, 64])
 def test_unified_attention_extend(block_size):
     ctx, qlen = [300, 1, 64, 1000], [300, 1, 7, 33]  # prefill, decode, extend, extend
