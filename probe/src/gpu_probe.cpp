@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <climits>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
@@ -137,6 +139,47 @@ std::string gfx_arch_from_properties(const unsigned char* buf, size_t size) {
   return {};
 }
 
+namespace {
+
+// Real paths of the loaded objects whose file name starts with `prefix` ("libamdhip64.so").
+std::set<std::string> loaded_copies(const char* prefix) {
+  struct Search {
+    const char* prefix;
+    std::set<std::string> paths;
+  } search{prefix, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        if (!info->dlpi_name || !*info->dlpi_name) return 0;
+        const char* base = std::strrchr(info->dlpi_name, '/');
+        base = base ? base + 1 : info->dlpi_name;
+        if (std::strncmp(base, s->prefix, std::strlen(s->prefix)) != 0) return 0;
+        char real[PATH_MAX];
+        s->paths.insert(realpath(info->dlpi_name, real) ? real : info->dlpi_name);
+        return 0;
+      },
+      &search);
+  return search.paths;
+}
+
+// A second copy of a runtime in the process (two ROCm installs, say) is reported: kernels
+// and memory of one are not valid in the other, and only the bound one is used.
+void report_other_copies(DeviceReport& dev) {
+  char real[PATH_MAX];
+  const std::string bound = dev.runtime.empty() ? "" : realpath(dev.runtime.c_str(), real) ? real : dev.runtime;
+  for (auto [prefix, what] : {std::pair{"libamdhip64.so", "HIP runtime"}, std::pair{"libcuda.so", "CUDA driver"}}) {
+    const std::set<std::string> copies = loaded_copies(prefix);
+    if (copies.size() < 2) continue;
+    for (const auto& path : copies)
+      if (path != bound)
+        dev.attempts.push_back({path, "also loaded",
+                                std::string("another ") + what + " in this process; not used" +
+                                    (bound.empty() ? "" : " (bound: " + dev.runtime + ")")});
+  }
+}
+
+}  // namespace
+
 DeviceReport probe_device() {
   DeviceReport dev;
   // First a runtime the process already has (torch's, say), then each library by name.
@@ -169,6 +212,7 @@ DeviceReport probe_device() {
       if (dev.present) break;
     }
   }
+  report_other_copies(dev);
   if (!dev.present) {
     dev.vendor.clear();
     dev.reason = dev.attempts.empty() ? "no GPU runtime library found" : "no GPU runtime reported a device";

@@ -28,6 +28,23 @@ TEST(HipLauncher, ProbeFindsTheArchByContent) {
   EXPECT_EQ(gpu::device_arch(DeviceKind::rocm, 0), "gfx942");
 }
 
+TEST(HipLauncher, SecondRuntimeInTheProcessIsReported) {
+  void* first = dlopen("libamdhip64.so", RTLD_NOW);  // the one on LD_LIBRARY_PATH, bound first
+  ASSERT_NE(first, nullptr) << dlerror();
+  void* second = dlopen(SECOND_HIP_RUNTIME, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(second, nullptr) << dlerror();
+  DeviceReport d = probe_device();
+  ASSERT_TRUE(d.present) << d.reason;
+  EXPECT_EQ(d.runtime.find("fake_hip_second"), std::string::npos) << d.runtime;  // the first one is bound
+  bool reported = false;
+  for (const auto& a : d.attempts)
+    if (a.how == "also loaded" && a.library.find("fake_hip_second") != std::string::npos) {
+      reported = true;
+      EXPECT_NE(a.result.find("another HIP runtime in this process; not used (bound: "), std::string::npos) << a.result;
+    }
+  EXPECT_TRUE(reported) << "the second copy is not in the report";
+}
+
 TEST(HipLauncher, DecodeOnGfx942) {
   if (!built_for("gfx942")) GTEST_SKIP() << "no gfx942 code object in this build (no clang with AMDGPU support)";
   const int64_t ctx = 32768, blocks = ctx / 16;
