@@ -239,3 +239,37 @@ def test_merge_attn_states_chunked_prefill(sink_kind):
                                                          causal=True, sink_ptr=sinks, return_lse=True)
     record(f"merge_attn_states chunked prefill ({sink_kind} sinks)", out, want, 1e-2)
     assert ((out_lse.cpu() - want_lse).abs() / want_lse.abs().clamp(min=1)).max().item() <= 1e-4
+
+
+def test_many_threads_share_the_gpu_route():
+    """16 Python threads call the GPU route at once (the kernels run with the GIL released):
+    no deadlock, one route, every result equal to the single-thread one."""
+    import threading
+    q, kc, vc, table, used, _ = paged([3000, 17, 900], [1] * 3, 64, 8, 64, 16)
+    g = [t.cuda() for t in (q, kc, vc, table, used)]
+    sinks = torch.randn(64, device=DEV)
+    want = aiter_compat.paged_attention_decode(*g, sinks=sinks)
+    torch.cuda.synchronize()
+    results, errors = [None] * 16, []
+
+    def worker(i):
+        try:
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream):
+                for _ in range(20):
+                    out = aiter_compat.paged_attention_decode(*g, sinks=sinks)
+                stream.synchronize()
+            results[i] = out
+        except Exception as e:  # reported below with the thread's index
+            errors.append((i, repr(e)))
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread is still running after 120 s (deadlock?)"
+    assert not errors, errors
+    for out in results:
+        assert torch.equal(out, want)
+    assert any(r["route"].startswith("fallback (gpu)") for r in aiter_compat.routes()
+               if r["op"] == "paged_attention_decode")
