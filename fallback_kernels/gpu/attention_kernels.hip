@@ -123,7 +123,10 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
   }
 }
 
-// Combines the splits of one (token, head) and adds the sink once.
+// Combines the splits of one (token, head) and adds the sink once. The first wave reads every
+// split's (max, sum) at once and turns them into weights in shared memory; then each thread
+// sums its channels over the splits with several loads in flight (a serial loop over 64 splits
+// cost one cache latency per split and pass).
 template <typename T>
 AC_DEVICE void merge_block(const ac_attention_params& p) {
   Elem<T> e;
@@ -132,27 +135,51 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
   if (token >= p.total_q) return;
   const Sequence s = sequence_of(p, token);
   if (token < s.q_start || token >= s.q_start + s.q_len) return;
-  const float sink = p.sinks ? p.sinks[h] : -AC_INFINITY;
-  float m = sink;
-  for (int sp = 0; sp < p.num_splits; ++sp) {
-    const float ms = p.partial_ml[((static_cast<int64_t>(sp) * p.total_q + token) * p.hq + h) * 2];
-    m = m > ms ? m : ms;
-  }
-  float l = (m == -AC_INFINITY || sink == -AC_INFINITY) ? 0.f : ac_exp(sink - m);
-  for (int sp = 0; sp < p.num_splits; ++sp) {
-    const float* ml = p.partial_ml + ((static_cast<int64_t>(sp) * p.total_q + token) * p.hq + h) * 2;
-    if (ml[0] != -AC_INFINITY) l += ml[1] * ac_exp(ml[0] - m);
-  }
-  for (int c = tid; c < p.head_dim_v; c += AC_THREADS) {
-    float o = 0.f;
-    for (int sp = 0; sp < p.num_splits; ++sp) {
-      const float ms = p.partial_ml[((static_cast<int64_t>(sp) * p.total_q + token) * p.hq + h) * 2];
-      if (ms != -AC_INFINITY)
-        o += p.partial_out[((static_cast<int64_t>(sp) * p.total_q + token) * p.hq + h) * p.head_dim_v + c] * ac_exp(ms - m);
+  AC_SHARED float weight_s[AC_MAX_SPLITS];
+  AC_SHARED float lse_s;
+  const int splits = p.num_splits < AC_MAX_SPLITS ? p.num_splits : AC_MAX_SPLITS;  // the launcher caps it
+  const int64_t row = static_cast<int64_t>(token) * p.hq + h, split_stride = static_cast<int64_t>(p.total_q) * p.hq;
+  if (tid < AC_WARP_SIZE) {
+    const float sink = p.sinks ? p.sinks[h] : -AC_INFINITY;
+    float ms[AC_MAX_SPLITS / AC_WARP_SIZE + 1], ls[AC_MAX_SPLITS / AC_WARP_SIZE + 1];
+    float m = sink;
+#pragma unroll
+    for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
+      const int sp = tid + i * AC_WARP_SIZE;
+      ms[i] = sp < splits ? p.partial_ml[(sp * split_stride + row) * 2] : -AC_INFINITY;
+      ls[i] = sp < splits ? p.partial_ml[(sp * split_stride + row) * 2 + 1] : 0.f;
+      m = m > ms[i] ? m : ms[i];
     }
-    e.store(p.out, token * p.out_tok + h * p.out_head + c, l > 0.f ? o / l : 0.f);
+#pragma unroll
+    for (int mask = AC_WARP_SIZE / 2; mask > 0; mask /= 2) {
+      const float other = ac_shfl_xor(m, mask);
+      m = m > other ? m : other;
+    }
+    float l = 0.f;
+#pragma unroll
+    for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
+      ms[i] = ms[i] == -AC_INFINITY ? 0.f : ac_exp(ms[i] - m);  // now the split's weight
+      l += ls[i] * ms[i];
+    }
+#pragma unroll
+    for (int mask = AC_WARP_SIZE / 2; mask > 0; mask /= 2) l += ac_shfl_xor(l, mask);
+    if (m != -AC_INFINITY && sink != -AC_INFINITY) l += ac_exp(sink - m);
+#pragma unroll
+    for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
+      const int sp = tid + i * AC_WARP_SIZE;
+      if (sp < splits) weight_s[sp] = l > 0.f ? ms[i] / l : 0.f;
+    }
+    if (tid == 0) lse_s = l > 0.f ? m + ac_log(l) : -AC_INFINITY;
   }
-  if (tid == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = l > 0.f ? m + ac_log(l) : -AC_INFINITY;
+  ac_sync();
+  for (int c = tid; c < p.head_dim_v; c += AC_THREADS) {
+    const float* src = p.partial_out + row * p.head_dim_v + c;
+    float o = 0.f;
+#pragma unroll 8
+    for (int sp = 0; sp < splits; ++sp) o += src[sp * split_stride * p.head_dim_v] * weight_s[sp];
+    e.store(p.out, token * p.out_tok + h * p.out_head + c, o);
+  }
+  if (tid == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = lse_s;
 }
 
 

@@ -9,6 +9,7 @@
 #define AC_MAX_HEAD_DIM 128
 #define AC_THREADS 128      // threads per block (two AMD waves, four NVIDIA warps)
 #define AC_KEY_TILE 64      // keys scored per step
+#define AC_MAX_SPLITS 64    // split-KV parts per query at most (the merge kernel's shared weights)
 #define AC_DECODE_THREADS 256   // decode kernel: threads per block
 #define AC_DECODE_MAX_GROUP 8   // decode kernel: query heads per KV head it takes
 #define AC_DECODE_UNROLL 4      // decode kernel: keys per thread group per step
@@ -33,7 +34,7 @@ struct ac_tiled_shape {
   }
 };
 constexpr ac_tiled_shape ac_tiled_rows_shape(int head_dim) {
-  return head_dim == 64 ? ac_tiled_shape{4, 2, 1, 64, 3, 64, 2} : ac_tiled_shape{4, 2, 1, 32, 3, 128, 2};
+  return head_dim == 64 ? ac_tiled_shape{4, 2, 1, 64, 3, 64, 2} : ac_tiled_shape{4, 2, 1, 64, 2, 128, 2};
 }
 constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{1, 1, 4, 64, 3, 64, 4} : ac_tiled_shape{1, 1, 4, 64, 3, 128, 2};

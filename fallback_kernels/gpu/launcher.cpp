@@ -161,7 +161,7 @@ const char* suffix(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ?
 int choose_splits(int64_t blocks, int multiprocessors, int64_t max_keys, int64_t min_keys) {
   if (blocks >= 2 * multiprocessors || max_keys <= min_keys) return 1;
   int64_t want = (2 * multiprocessors + blocks - 1) / blocks;
-  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(want, max_keys / min_keys), 1, 64));
+  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(want, max_keys / min_keys), 1, AC_MAX_SPLITS));
 }
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
@@ -190,7 +190,7 @@ int choose_tiled_splits(int64_t blocks, int multiprocessors, int64_t max_keys, i
   const int64_t target = 8LL * multiprocessors;
   if (blocks >= target) return 1;
   const int64_t by_keys = max_keys / (4LL * block_n);
-  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>((target + blocks - 1) / blocks, by_keys), 1, 64));
+  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>((target + blocks - 1) / blocks, by_keys), 1, AC_MAX_SPLITS));
 }
 
 // The kernel for one call and its launch shape (grid z is multiplied by the split count).

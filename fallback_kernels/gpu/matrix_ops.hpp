@@ -36,16 +36,17 @@ AC_DEVICE void ac_copy_wait() {
 AC_DEVICE bool ac_sync_or(bool pred) { return __syncthreads_or(pred) != 0; }
 
 // Four 8 x 8 matrices of 16-bit elements; lanes 8i..8i+7 give the row addresses of matrix i.
-AC_DEVICE void ac_load_matrix_x4(uint32_t (&r)[4], const void* row) {
+// (Shared-memory addresses as 32-bit offsets: generic pointers would cost two registers each.)
+AC_DEVICE void ac_load_matrix_x4(uint32_t (&r)[4], uint32_t row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(ac_smem_addr(row)));
+               : "r"(row));
 }
 // The same, each matrix transposed (for an operand stored [k][n] row-major).
-AC_DEVICE void ac_load_matrix_x4_trans(uint32_t (&r)[4], const void* row) {
+AC_DEVICE void ac_load_matrix_x4_trans(uint32_t (&r)[4], uint32_t row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(ac_smem_addr(row)));
+               : "r"(row));
 }
 
 template <typename T> struct MatrixOps;

@@ -182,6 +182,13 @@ struct TiledAttention {
         for (int c = 0; c < 4; ++c) o[mt][dt][c] = 0.f;
     }
     const float scale2 = p.scale * kLog2e;
+    // Fragment-load addresses. Every fragment row is a multiple of 8 plus lane % 8, so the
+    // swizzle of chunk 2k (+ a lane bit) is (2k) ^ a per-thread constant: one base per operand.
+    constexpr uint32_t kRowBytes = D * 2;
+    const uint32_t swz_a = ((lane >> 4) ^ (lane & 7)), swz_b = (((lane >> 3) & 1) ^ (lane & 7));
+    const uint32_t q_rows = ac_smem_addr(q_s) + ((warp_m * S.m_tiles) * 16 + lane % 16) * kRowBytes;
+    const uint32_t k_rows = ac_smem_addr(k_s) + (warp_n * kWarpKeys + (lane / 16) * 8 + lane % 8) * kRowBytes;
+    const uint32_t v_rows = ac_smem_addr(v_s) + (warp_n * kWarpKeys + lane % 8 + ((lane / 8) % 2) * 8) * kRowBytes;
 
     for (int32_t it = 0; it < n_tiles; ++it) {
       ac_copy_wait<S.stages - 2>();
@@ -197,15 +204,15 @@ struct TiledAttention {
       if constexpr (kQInRegisters) {
         if (it == 0)
 #pragma unroll
-          for (int kd = 0; kd < D / 16; ++kd) ac_load_matrix_x4(a_q[kd], q_s + swizzle(lane % 16, kd * 2 + lane / 16));
+          for (int kd = 0; kd < D / 16; ++kd) ac_load_matrix_x4(a_q[kd], q_rows + (((kd * 2) ^ swz_a) << 4));
       }
       const int32_t ahead = it + S.stages - 1;
       if (ahead < n_tiles) bad_page = load_keys(tid, k_begin + ahead * S.block_n, ahead % S.stages, next_pages);
       ac_copy_commit();
       if (ahead + 1 < n_tiles) lookup_pages(tid, k_begin + (ahead + 1) * S.block_n, next_pages);
       const int stage = it % S.stages;
-      const uint16_t* ks = k_s + stage * S.block_n * D;
-      const uint16_t* vs = v_s + stage * S.block_n * D;
+      const uint32_t ks = k_rows + stage * S.block_n * kRowBytes;
+      const uint32_t vs = v_rows + stage * S.block_n * kRowBytes;
       const int32_t j0 = k_begin + it * S.block_n;
 
       // S = Q K^T for this warp's rows and keys.
@@ -225,13 +232,13 @@ struct TiledAttention {
 #pragma unroll
             for (int i = 0; i < 4; ++i) a[mt][i] = a_q[kd][i];
           } else {
-            ac_load_matrix_x4(a[mt], q_s + swizzle((warp_m * S.m_tiles + mt) * 16 + lane % 16, kd * 2 + lane / 16));
+            ac_load_matrix_x4(a[mt], q_rows + mt * 16 * kRowBytes + (((kd * 2) ^ swz_a) << 4));
           }
         }
 #pragma unroll
         for (int nt = 0; nt < kKeyTiles; nt += 2) {
           uint32_t b[4];
-          ac_load_matrix_x4(b, ks + swizzle(warp_n * kWarpKeys + (nt + lane / 16) * 8 + lane % 8, kd * 2 + (lane / 8) % 2));
+          ac_load_matrix_x4(b, ks + nt * 8 * kRowBytes + (((kd * 2) ^ swz_b) << 4));
 #pragma unroll
           for (int mt = 0; mt < S.m_tiles; ++mt) {
             mm.mma(sc[mt][nt], a[mt], b[0], b[1]);
@@ -296,7 +303,7 @@ struct TiledAttention {
 #pragma unroll
         for (int dt = 0; dt < kChunks; dt += 2) {
           uint32_t b[4];
-          ac_load_matrix_x4_trans(b, vs + swizzle(warp_n * kWarpKeys + kk * 16 + lane % 8 + ((lane / 8) % 2) * 8, dt + lane / 16));
+          ac_load_matrix_x4_trans(b, vs + kk * 16 * kRowBytes + ((dt ^ swz_a) << 4));
 #pragma unroll
           for (int mt = 0; mt < S.m_tiles; ++mt) {
             mm.mma(o[mt][dt], pa[mt], b[0], b[1]);
