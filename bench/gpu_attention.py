@@ -7,7 +7,7 @@ L2. The host cost of a call is timed separately (eager, per call). Prefill (caus
 head dim 64 and 128, GPT-OSS heads) is timed eagerly; causal FLOPs count only the pairs computed.
 Ratios are peer time / our time (above 1: we are faster). Prints a table, writes JSON.
 
-    bench/gpu_attention.py [--json OUT] [--quick]
+    bench/gpu_attention.py [--json OUT] [--quick] [--only REGEX]
 """
 import argparse
 import json
@@ -152,7 +152,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", help="run only the cases whose name matches this regular expression")
     args = ap.parse_args()
+    import re
+    wanted = (lambda name: re.search(args.only, name) is not None) if args.only else (lambda name: True)
     from torch.nn.attention import SDPBackend
     peers = (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION))
     bw = copy_bandwidth()
@@ -164,6 +167,8 @@ def main():
     decode_case(*shapes[0], (-1, -1))  # warm-up: clocks, the memory pool, module loading
     for batch, ctx in shapes:
         for window in ((-1, -1), (127, 0)):
+            if not wanted(f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}"):
+                continue
             # Sinks on and off alternate, best of two each: their difference is a few percent at most.
             (t, moved, host), (t_off, _, _) = decode_case(batch, ctx, window), decode_case(batch, ctx, window, sinks=False)
             t, t_off = min(t, decode_case(batch, ctx, window)[0]), min(t_off, decode_case(batch, ctx, window, sinks=False)[0])
@@ -179,6 +184,8 @@ def main():
     for d in (64, 128):
         for batch, seqlen in prefill:
             for window in ((-1, -1), (127, 0)):
+                if not wanted(f"prefill d{d} {batch}x{seqlen // 1024}k {'win128' if window[0] >= 0 else 'causal'}"):
+                    continue
                 t, flops = prefill_case(batch, seqlen, d, window)
                 t_off, _ = prefill_case(batch, seqlen, d, window, sinks=False)
                 t, t_off = min(t, prefill_case(batch, seqlen, d, window)[0]), min(t_off, prefill_case(batch, seqlen, d, window, sinks=False)[0])
