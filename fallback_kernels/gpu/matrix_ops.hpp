@@ -49,34 +49,27 @@ AC_DEVICE void ac_load_matrix_x4_trans(uint32_t (&r)[4], uint32_t row) {
                : "r"(row));
 }
 
+// mma: c += a b (16 x 8 x 16, fp32 accumulators). pack: two floats to one register of two
+// 16-bit elements (lo in the low half), rounded to nearest. One definition per element type,
+// the PTX type name spliced into the instruction strings.
 template <typename T> struct MatrixOps;
-template <> struct MatrixOps<BF16> {
-  AC_DEVICE void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  // Two floats to one register of two elements (lo in the low half), rounded to nearest.
-  AC_DEVICE uint32_t pack(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-  }
-};
-template <> struct MatrixOps<F16> {
-  AC_DEVICE void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  AC_DEVICE uint32_t pack(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-  }
-};
+#define AC_MATRIX_OPS(Tag, ptx)                                                                                \
+  template <> struct MatrixOps<Tag> {                                                                          \
+    AC_DEVICE void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {                       \
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." ptx "." ptx ".f32 {%0, %1, %2, %3}, "               \
+                   "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                                           \
+                   : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                              \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                               \
+    }                                                                                                          \
+    AC_DEVICE uint32_t pack(float lo, float hi) {                                                              \
+      uint32_t r;                                                                                              \
+      asm("cvt.rn." ptx "x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));                                   \
+      return r;                                                                                                \
+    }                                                                                                          \
+  };
+AC_MATRIX_OPS(BF16, "bf16")
+AC_MATRIX_OPS(F16, "f16")
+#undef AC_MATRIX_OPS
 
 #else
 #define AC_HAS_MATRIX_OPS 0
