@@ -22,4 +22,7 @@ struct KernelFamily {
 };
 const std::vector<KernelFamily>& kernel_families();
 
+// ac_tiled_{rows,keys}[_paged]_{type}_d{head_dim}: the one spelling of the tiled kernels' names.
+std::string tiled_kernel_name(bool keys_shape, bool paged, const char* type, int head_dim);
+
 }  // namespace aiter_compat

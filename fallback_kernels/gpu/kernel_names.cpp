@@ -2,14 +2,17 @@
 
 namespace aiter_compat {
 
-// ac_tiled_{rows,keys}[_paged]_{bf16,f16}_d{64,128}
+std::string tiled_kernel_name(bool keys_shape, bool paged, const char* type, int head_dim) {
+  return std::string("ac_tiled_") + (keys_shape ? "keys" : "rows") + (paged ? "_paged_" : "_") + type + "_d" +
+         std::to_string(head_dim);
+}
+
 static std::vector<std::string> tiled_kernel_names() {
   std::vector<std::string> names;
-  for (const char* shape : {"rows", "keys"})
-    for (const char* layout : {"", "_paged"})
+  for (bool keys : {false, true})
+    for (bool paged : {false, true})
       for (const char* type : {"bf16", "f16"})
-        for (const char* dim : {"64", "128"})
-          names.push_back(std::string("ac_tiled_") + shape + layout + "_" + type + "_d" + dim);
+        for (int dim : {64, 128}) names.push_back(tiled_kernel_name(keys, paged, type, dim));
   return names;
 }
 

@@ -75,11 +75,21 @@ class DeviceScope {
   int saved_device_ = 0;
 };
 
+// Index of a dtype in the per-type tables: f32, f16, bf16.
+int type_index(DType t) { return t == DType::f32 ? 0 : t == DType::f16 ? 1 : 2; }
+constexpr const char* kTypes[] = {"f32", "f16", "bf16"};
+
+// A module's kernels, looked up by name once at load; calls index these tables (null where the
+// code object has no such kernel: the tiled ones off NVIDIA, 16-bit-only kernels for f32).
 struct LoadedModule {
   void* module = nullptr;
   std::string arch;
   int multiprocessors = 0;
-  std::map<std::string, void*> functions;
+  void* attention[3] = {};
+  void* merge[3] = {};
+  void* merge_states[3] = {};
+  void* decode[3][2] = {};         // [type][d64, d128]
+  void* tiled[2][2][3][2] = {};    // [rows, keys][contiguous, paged][type][d64, d128]
 };
 
 std::string arch_of(DeviceKind kind, int device) {
@@ -123,23 +133,39 @@ LoadedModule& module_for(DeviceKind kind, int device) {
     check(kind, hip().hipModuleLoadData(&m.module, object->data), "hipModuleLoadData");
     m.multiprocessors = 120;  // MI200/MI300 have 104-304 CUs; the split count only needs a scale
   }
+  std::map<std::string, void*> functions;  // every kernel the code object must hold
   for (const auto& family : kernel_families()) {
     if (!family.built_for(m.arch)) continue;
     for (const auto& name : family.functions) {
-      if (m.functions.count(name)) continue;
+      if (functions.count(name)) continue;
       void* fn = nullptr;
       if (kind == DeviceKind::cuda) check(kind, cuda().cuModuleGetFunction(&fn, m.module, name.c_str()), name.c_str());
       else check(kind, hip().hipModuleGetFunction(&fn, m.module, name.c_str()), name.c_str());
-      m.functions[name] = fn;
+      functions[name] = fn;
     }
   }
-  // The tiled kernels take more dynamic shared memory than the default 48 KB.
-  for (auto& [name, fn] : m.functions) {
-    if (name.rfind("ac_tiled_", 0) != 0) continue;
-    const int d = name.substr(name.size() - 4) == "d128" ? 128 : 64;
-    const ac_tiled_shape shape = name.find("_keys_") != std::string::npos ? ac_tiled_keys_shape(d) : ac_tiled_rows_shape(d);
-    check(kind, cuda().cuFuncSetAttribute(fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, shape.smem_bytes()),
-          "cuFuncSetAttribute");
+  auto find = [&](const std::string& name) {
+    auto it = functions.find(name);
+    return it == functions.end() ? nullptr : it->second;
+  };
+  for (int t = 0; t < 3; ++t) {
+    m.attention[t] = find(std::string("ac_attention_") + kTypes[t]);
+    m.merge[t] = find(std::string("ac_merge_") + kTypes[t]);
+    m.merge_states[t] = find(std::string("ac_merge_states_") + kTypes[t]);
+    for (int d = 0; d < 2; ++d) {
+      const int dim = d ? 128 : 64;
+      m.decode[t][d] = find(std::string("ac_decode_") + kTypes[t] + "_d" + std::to_string(dim));
+      for (int keys = 0; keys < 2; ++keys)
+        for (int paged = 0; paged < 2; ++paged) {
+          void* fn = find(tiled_kernel_name(keys, paged, kTypes[t], dim));
+          if (!fn) continue;
+          // More dynamic shared memory than the default 48 KB.
+          const ac_tiled_shape shape = keys ? ac_tiled_keys_shape(dim) : ac_tiled_rows_shape(dim);
+          check(kind, cuda().cuFuncSetAttribute(fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, shape.smem_bytes()),
+                "cuFuncSetAttribute");
+          m.tiled[keys][paged][t][d] = fn;
+        }
+    }
   }
   return modules.emplace(key, std::move(m)).first->second;
 }
@@ -153,8 +179,6 @@ void launch(DeviceKind kind, void* fn, unsigned gx, unsigned gy, unsigned gz, vo
                : hip().hipModuleLaunchKernel(fn, gx, gy, gz, threads, 1, 1, smem, stream, args, nullptr);
   check(kind, rc, "kernel launch");
 }
-
-const char* suffix(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
 
 // Splits the keys of each query across blocks when the grid alone would leave the GPU idle,
 // keeping at least min_keys keys per split.
@@ -202,16 +226,15 @@ struct Plan {
 
 Plan plan(const ac_attention_params& p, DType dtype, const LoadedModule& m, int64_t max_keys, int64_t max_q) {
   Plan k;
-  const std::string type = suffix(dtype), dim = "_d" + std::to_string(p.head_dim);
+  const int t = type_index(dtype), d = p.head_dim == 128;
   // Tiled: all query rows of a sequence's KV head (tokens x heads of the group) in tiles; "keys"
   // when they fit one 16-row tile (decode), else "rows".
   const int64_t rows = std::max<int64_t>(max_q, 1) * (p.hq / p.hk);
   const bool keys_shape = rows <= 16;
-  auto tiled = m.functions.find(std::string("ac_tiled_") + (keys_shape ? "keys_" : "rows_") +
-                                (p.paged ? "paged_" : "") + type + dim);
-  if (tiled != m.functions.end() && tiled_kernel_fits(p, dtype) && p.batch <= 65535) {
+  void* tiled = m.tiled[keys_shape][p.paged != 0][t][d];
+  if (tiled && tiled_kernel_fits(p, dtype) && p.batch <= 65535) {
     const ac_tiled_shape s = keys_shape ? ac_tiled_keys_shape(p.head_dim) : ac_tiled_rows_shape(p.head_dim);
-    k.fn = tiled->second;
+    k.fn = tiled;
     k.grid_x = static_cast<unsigned>(std::min<int64_t>((rows + s.block_m() - 1) / s.block_m(), INT32_MAX));
     k.grid_y = p.hk;
     k.grid_z = p.batch;
@@ -223,7 +246,7 @@ Plan plan(const ac_attention_params& p, DType dtype, const LoadedModule& m, int6
     return k;
   }
   const bool decode = decode_kernel_fits(p, dtype);
-  k.fn = m.functions.at(decode ? "ac_decode_" + type + dim : "ac_attention_" + type);
+  k.fn = decode ? m.decode[t][d] : m.attention[t];  // present: module_for checked every family
   k.grid_x = p.total_q, k.grid_y = p.hk, k.grid_z = 1;
   k.threads = decode ? AC_DECODE_THREADS : AC_THREADS;
   k.splits = choose_splits(static_cast<int64_t>(p.total_q) * p.hk, m.multiprocessors, max_keys, decode ? 512 : 256);
@@ -257,7 +280,7 @@ void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* 
   p.partial_ml = reinterpret_cast<float*>(static_cast<char*>(scratch) + out_bytes);
   try {
     launch(kind, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, stream, p, k.threads, k.smem);
-    launch(kind, m.functions.at(std::string("ac_merge_") + suffix(dtype)), p.total_q, p.hq, 1, stream, p);
+    launch(kind, m.merge[type_index(dtype)], p.total_q, p.hq, 1, stream, p);
   } catch (...) {
     if (kind == DeviceKind::cuda) cuda().cuMemFreeAsync(reinterpret_cast<unsigned long long>(scratch), stream);
     else hip().hipFreeAsync(scratch, stream);
@@ -388,7 +411,7 @@ void merge_states(const MergeArgs& a, void* stream) {
   if (p.tokens == 0 || p.heads == 0) return;
   DeviceScope scope(kind, a.output.device_id);
   LoadedModule& m = module_for(kind, a.output.device_id);
-  launch(kind, m.functions.at(std::string("ac_merge_states_") + suffix(a.output.dtype)), p.tokens, p.heads, 1, stream, p);
+  launch(kind, m.merge_states[type_index(a.output.dtype)], p.tokens, p.heads, 1, stream, p);
 }
 
 }  // namespace aiter_compat::gpu
