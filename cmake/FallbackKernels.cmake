@@ -12,6 +12,7 @@ set(kernel_deps ${kernel_source} ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/port
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kernel_params.h
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kernel_common.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/matrix_ops.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/warpgroup_ops.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/tiled_attention.hpp)
 set(AITER_COMPAT_BUILT_ARCHS "")
 set(registry_entries "")
@@ -42,9 +43,16 @@ foreach(arch ${AITER_COMPAT_GPU_ARCHS})
       message(STATUS "fallback kernels: ${arch} skipped: nvcc not found")
       continue()
     endif()
+    # sm_90 is built as sm_90a (the code object runs on every sm_90 GPU) for the warpgroup MMA
+    # kernels; the -gencode form, since nvcc 13.0's -arch=sm_90a also runs a plain sm_90 pass.
+    if(arch STREQUAL "sm_90")
+      set(arch_flags -gencode=arch=compute_90a,code=sm_90a)
+    else()
+      set(arch_flags -arch=${arch})
+    endif()
     add_custom_command(OUTPUT ${object}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/kernels
-      COMMAND ${AITER_COMPAT_NVCC} -x cu -arch=${arch} -cubin -O3 -std=c++20 --expt-relaxed-constexpr -o ${object} ${kernel_source}
+      COMMAND ${AITER_COMPAT_NVCC} -x cu ${arch_flags} -cubin -O3 -std=c++20 --expt-relaxed-constexpr -o ${object} ${kernel_source}
       DEPENDS ${kernel_deps} COMMENT "Fallback kernels for ${arch}")
   else()
     message(FATAL_ERROR "AITER_COMPAT_GPU_ARCHS: '${arch}' is neither gfx* nor sm_*")

@@ -22,7 +22,10 @@ struct KernelFamily {
 };
 const std::vector<KernelFamily>& kernel_families();
 
-// ac_tiled_{rows,keys}[_paged]_{type}_d{head_dim}: the one spelling of the tiled kernels' names.
-std::string tiled_kernel_name(bool keys_shape, bool paged, const char* type, int head_dim);
+// The tiled kernels' shapes (kernel_params.h): rows (prefill, extend), keys (decode), wgmma (rows
+// on Hopper's warpgroup MMA, sm_90 only).
+enum class TiledShape { rows = 0, keys = 1, wgmma = 2 };
+// ac_tiled_{rows,keys,wgmma}[_paged]_{type}_d{head_dim}: the one spelling of their names.
+std::string tiled_kernel_name(TiledShape shape, bool paged, const char* type, int head_dim);
 
 }  // namespace aiter_compat

@@ -14,14 +14,17 @@
 #define AC_DECODE_MAX_GROUP 8   // decode kernel: query heads per KV head it takes
 #define AC_DECODE_UNROLL 4      // decode kernel: keys per thread group per step
 
-// Tiled (matrix-instruction) kernels: two shapes per head dim. "rows" puts the warps on query
+// Tiled (matrix-instruction) kernels: three shapes per head dim. "rows" puts the warps on query
 // rows (prefill, extend); "keys" gives all warps the same 16 rows and splits each key tile
-// between them (decode: one token's query heads of one KV group fill the rows). One struct for
-// the device templates and the host launcher (grid, threads, dynamic shared memory).
+// between them (decode: one token's query heads of one KV group fill the rows); "wgmma" is
+// "rows" on Hopper's warpgroup MMA (sm_90a: two warpgroups of 64 rows, operands read from
+// shared memory by the tensor cores). One struct for the device templates and the host
+// launcher (grid, threads, dynamic shared memory).
 #ifdef __cplusplus
 struct ac_tiled_shape {
   int warps_m, m_tiles, warps_n, block_n, stages, head_dim;
   int blocks_per_sm;  // resident blocks the registers must leave room for (launch bounds)
+  int warpgroup = 0;  // 1: warpgroup MMA (warps_m a multiple of 4, m_tiles 1, warps_n 1)
   constexpr int threads() const { return warps_m * warps_n * 32; }
   constexpr int block_m() const { return warps_m * m_tiles * 16; }
   constexpr int out_stride() const { return head_dim + 4; }  // floats per row of the epilogue buffer
@@ -30,11 +33,15 @@ struct ac_tiled_shape {
     // the fp32 partial outputs and (max, sum) of every warp.
     const int loop = block_m() * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + stages * block_n;
     const int epilogue = warps_n * block_m() * (out_stride() + 2) * 4;
-    return loop > epilogue ? loop : epilogue;
+    // Warpgroup operands need 1024-byte-aligned tiles: room to align the start.
+    return (loop > epilogue ? loop : epilogue) + (warpgroup ? 1024 : 0);
   }
 };
 constexpr ac_tiled_shape ac_tiled_rows_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{4, 2, 1, 64, 3, 64, 2} : ac_tiled_shape{4, 2, 1, 64, 2, 128, 2};
+}
+constexpr ac_tiled_shape ac_tiled_wgmma_shape(int head_dim) {
+  return head_dim == 64 ? ac_tiled_shape{8, 1, 1, 64, 3, 64, 2, 1} : ac_tiled_shape{8, 1, 1, 64, 2, 128, 2, 1};
 }
 constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{1, 1, 4, 64, 3, 64, 4} : ac_tiled_shape{1, 1, 4, 64, 3, 128, 2};

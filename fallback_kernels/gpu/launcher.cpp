@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -89,8 +90,21 @@ struct LoadedModule {
   void* merge[3] = {};
   void* merge_states[3] = {};
   void* decode[3][2] = {};         // [type][d64, d128]
-  void* tiled[2][2][3][2] = {};    // [rows, keys][contiguous, paged][type][d64, d128]
+  void* tiled[3][2][3][2] = {};    // [TiledShape][contiguous, paged][type][d64, d128]
 };
+
+ac_tiled_shape shape_of(TiledShape shape, int head_dim) {
+  return shape == TiledShape::keys ? ac_tiled_keys_shape(head_dim)
+         : shape == TiledShape::wgmma ? ac_tiled_wgmma_shape(head_dim)
+                                      : ac_tiled_rows_shape(head_dim);
+}
+
+// AITER_COMPAT_NO_WGMMA=1 keeps prefill on the mma.sync "rows" kernels where the warpgroup ones
+// exist (to compare the two, or to step around a fault in one); read when a module loads.
+bool wgmma_disabled() {
+  const char* v = std::getenv("AITER_COMPAT_NO_WGMMA");
+  return v && *v && std::string(v) != "0";
+}
 
 std::string arch_of(DeviceKind kind, int device) {
   if (kind == DeviceKind::cuda) {
@@ -155,15 +169,15 @@ LoadedModule& module_for(DeviceKind kind, int device) {
     for (int d = 0; d < 2; ++d) {
       const int dim = d ? 128 : 64;
       m.decode[t][d] = find(std::string("ac_decode_") + kTypes[t] + "_d" + std::to_string(dim));
-      for (int keys = 0; keys < 2; ++keys)
+      for (TiledShape shape : {TiledShape::rows, TiledShape::keys, TiledShape::wgmma})
         for (int paged = 0; paged < 2; ++paged) {
-          void* fn = find(tiled_kernel_name(keys, paged, kTypes[t], dim));
+          if (shape == TiledShape::wgmma && wgmma_disabled()) continue;
+          void* fn = find(tiled_kernel_name(shape, paged, kTypes[t], dim));
           if (!fn) continue;
           // More dynamic shared memory than the default 48 KB.
-          const ac_tiled_shape shape = keys ? ac_tiled_keys_shape(dim) : ac_tiled_rows_shape(dim);
-          check(kind, cuda().cuFuncSetAttribute(fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, shape.smem_bytes()),
+          check(kind, cuda().cuFuncSetAttribute(fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, shape_of(shape, dim).smem_bytes()),
                 "cuFuncSetAttribute");
-          m.tiled[keys][paged][t][d] = fn;
+          m.tiled[static_cast<int>(shape)][paged][t][d] = fn;
         }
     }
   }
@@ -230,10 +244,12 @@ Plan plan(const ac_attention_params& p, DType dtype, const LoadedModule& m, int6
   // Tiled: all query rows of a sequence's KV head (tokens x heads of the group) in tiles; "keys"
   // when they fit one 16-row tile (decode), else "rows".
   const int64_t rows = std::max<int64_t>(max_q, 1) * (p.hq / p.hk);
-  const bool keys_shape = rows <= 16;
-  void* tiled = m.tiled[keys_shape][p.paged != 0][t][d];
+  // Rows on the warpgroup MMA where the module has it (sm_90).
+  TiledShape shape = rows <= 16 ? TiledShape::keys : TiledShape::rows;
+  if (shape == TiledShape::rows && m.tiled[static_cast<int>(TiledShape::wgmma)][p.paged != 0][t][d]) shape = TiledShape::wgmma;
+  void* tiled = m.tiled[static_cast<int>(shape)][p.paged != 0][t][d];
   if (tiled && tiled_kernel_fits(p, dtype) && p.batch <= 65535) {
-    const ac_tiled_shape s = keys_shape ? ac_tiled_keys_shape(p.head_dim) : ac_tiled_rows_shape(p.head_dim);
+    const ac_tiled_shape s = shape_of(shape, p.head_dim);
     k.fn = tiled;
     k.grid_x = static_cast<unsigned>(std::min<int64_t>((rows + s.block_m() - 1) / s.block_m(), INT32_MAX));
     k.grid_y = p.hk;

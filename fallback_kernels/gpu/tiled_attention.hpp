@@ -10,6 +10,9 @@
 // of each tile ("keys" shape, combined at the end). The epilogue enters the sink once (or writes
 // the split's partial output and (max, sum) for the merge kernel).
 //
+// On sm_90a the "wgmma" shape does the two products with warpgroup MMAs (warpgroup_ops.hpp)
+// on the same shared-memory tiles, laid out in 64-element panels; the rest is shared.
+//
 // Masks are applied only on tiles that cross a row's range (causal diagonal, window edges, the
 // end of the keys) or, for a paged cache, hold rows of a block-table entry outside the cache;
 // keys outside every row's window are never loaded: the tiles start at the block's first key.
@@ -17,6 +20,7 @@
 
 #include "kernel_common.hpp"
 #include "matrix_ops.hpp"
+#include "warpgroup_ops.hpp"
 
 #if AC_HAS_MATRIX_OPS
 namespace {
@@ -38,9 +42,16 @@ struct TiledAttention {
   static constexpr bool kQInRegisters = S.warps_n > 1 && S.m_tiles == 1;
   static constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
+  static constexpr bool kWarpgroup = S.warpgroup != 0;
+  static_assert(!kWarpgroup || (S.warps_m % 4 == 0 && S.m_tiles == 1 && S.warps_n == 1), "warpgroup shape");
+
   // Rows are stored 16-byte chunk c of row r at chunk c ^ (r % 8): the 8 rows one matrix load
-  // reads then fall in 8 different bank groups.
-  AC_DEVICE int swizzle(int row, int chunk) { return row * D + ((chunk ^ (row & 7)) << 3); }
+  // reads then fall in 8 different bank groups. The warpgroup shape splits each row into
+  // 64-element panels, a tile of `rows` rows per panel (warpgroup_ops.hpp: its canonical layout).
+  AC_DEVICE int swizzle(int row, int chunk, int rows) {
+    if constexpr (kWarpgroup) return (chunk >> 3) * rows * 64 + row * 64 + (((chunk & 7) ^ (row & 7)) << 3);
+    return row * D + ((chunk ^ (row & 7)) << 3);
+  }
 
   const ac_attention_params& p;
   uint16_t* q_s;
@@ -70,7 +81,7 @@ struct TiledAttention {
       const int r = x / kChunks, c = x % kChunks, flat = row0 + r;
       const bool ok = flat < rows_total;
       const int32_t t = ok ? flat / group : 0, g = ok ? flat % group : 0;
-      ac_copy16_async(q_s + swizzle(r, c), q + (seq.q_start + t) * p.q_tok + (kh * group + g) * p.q_head + c * 8, ok);
+      ac_copy16_async(q_s + swizzle(r, c, kBlockM), q + (seq.q_start + t) * p.q_tok + (kh * group + g) * p.q_head + c * 8, ok);
     }
   }
 
@@ -113,13 +124,59 @@ struct TiledAttention {
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        ac_copy16_async(ks + swizzle(r, c + h), k + koff + (c + h) * 8, ok);
-        ac_copy16_async(vs + swizzle(r, c + h), v + voff + (c + h) * 8, ok);
+        ac_copy16_async(ks + swizzle(r, c + h, S.block_n), k + koff + (c + h) * 8, ok);
+        ac_copy16_async(vs + swizzle(r, c + h, S.block_n), v + voff + (c + h) * 8, ok);
       }
       if (c == 0) valid_s[stage * S.block_n + r] = ok;
     }
     return bad_page;
   }
+
+#if AC_HAS_WARPGROUP_MMA
+  // Scores of warpgroup `wg`'s 64 rows against the key tile in ring slot `stage`, waited for.
+  AC_MEMBER void warpgroup_scores(float (&sc)[kKeyTiles][4], int wg, int stage) {
+    constexpr uint32_t kQPanel = kBlockM * 128, kKPanel = S.block_n * 128;
+    uint32_t q_base = ac_smem_addr(q_s) + wg * 64 * 128;
+    const uint32_t k_base = ac_smem_addr(k_s) + stage * S.block_n * D * 2;
+    // The descriptors are cheap to rebuild; kept across the key loop they would hold registers.
+    asm volatile("" : "+r"(q_base));
+    ac_pin(sc);
+    ac_wg_fence();
+#pragma unroll
+    for (int kd = 0; kd < D / 16; ++kd) {
+      const uint32_t step = (kd % 4) * 32;  // 16 elements into the panel
+      WarpgroupOps<T>::template mma_ss<S.block_n>(sc, ac_smem_desc(q_base + (kd / 4) * kQPanel + step, 16, 1024),
+                                                  ac_smem_desc(k_base + (kd / 4) * kKPanel + step, 16, 1024), kd > 0);
+    }
+    ac_wg_commit();
+    ac_wg_wait<0>();
+    ac_pin(sc);
+  }
+  // o += P V for the key tile in ring slot `stage` (P: the softmaxed scores), waited for.
+  AC_MEMBER void warpgroup_accumulate(float (&o)[kChunks][4], const float (&pr)[kKeyTiles][4], int stage) {
+    MatrixOps<T> mm;
+    const uint32_t v_base = ac_smem_addr(v_s) + stage * S.block_n * D * 2;
+    uint32_t pa[S.block_n / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < S.block_n / 16; ++kk) {
+      pa[kk][0] = mm.pack(pr[2 * kk][0], pr[2 * kk][1]);
+      pa[kk][1] = mm.pack(pr[2 * kk][2], pr[2 * kk][3]);
+      pa[kk][2] = mm.pack(pr[2 * kk + 1][0], pr[2 * kk + 1][1]);
+      pa[kk][3] = mm.pack(pr[2 * kk + 1][2], pr[2 * kk + 1][3]);
+    }
+    ac_pin(o);
+    ac_wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < S.block_n / 16; ++kk)
+      WarpgroupOps<T>::template mma_rs<D>(o, pa[kk], ac_smem_desc(v_base + kk * 16 * 128, S.block_n * 128, 1024));
+    ac_wg_commit();
+    ac_wg_wait<0>();
+    ac_pin(o);
+  }
+#else
+  AC_MEMBER void warpgroup_scores(float (&)[kKeyTiles][4], int, int) {}
+  AC_MEMBER void warpgroup_accumulate(float (&)[kChunks][4], const float (&)[kKeyTiles][4], int) {}
+#endif
 
   AC_MEMBER void run(int32_t m_tile, int32_t split) {
     MatrixOps<T> mm;
@@ -192,6 +249,9 @@ struct TiledAttention {
 
     for (int32_t it = 0; it < n_tiles; ++it) {
       ac_copy_wait<S.stages - 2>();
+#if AC_HAS_WARPGROUP_MMA
+      if constexpr (kWarpgroup) ac_fence_async_smem();  // the tensor cores read what cp.async wrote
+#endif
       // Tile `it` landed for every thread; slot (it - 1) % stages is free again.
       if (kPaged) {
         const bool bad = ac_sync_or(bad_page);
@@ -217,6 +277,9 @@ struct TiledAttention {
 
       // S = Q K^T for this warp's rows and keys.
       float sc[S.m_tiles][kKeyTiles][4];
+      if constexpr (kWarpgroup) {
+        warpgroup_scores(sc[0], warp / 4, stage);
+      } else {
 #pragma unroll
       for (int mt = 0; mt < S.m_tiles; ++mt)
 #pragma unroll
@@ -245,6 +308,7 @@ struct TiledAttention {
             mm.mma(sc[mt][nt + 1], a[mt], b[2], b[3]);
           }
         }
+      }
       }
 
       if ((kPaged && (bad_tiles >> (it & 31) & 1u)) || j0 < unmasked_lo || j0 + S.block_n > unmasked_hi) {
@@ -290,6 +354,9 @@ struct TiledAttention {
         }
 
       // O += P V: the score fragments are already the A operand's layout.
+      if constexpr (kWarpgroup) {
+        warpgroup_accumulate(o[0], sc[0], stage);
+      } else {
 #pragma unroll
       for (int kk = 0; kk < kWarpKeys / 16; ++kk) {
         uint32_t pa[S.m_tiles][4];
@@ -310,6 +377,7 @@ struct TiledAttention {
             mm.mma(o[mt][dt + 1], pa[mt], b[2], b[3]);
           }
         }
+      }
       }
     }
 
@@ -392,7 +460,9 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   const int32_t b = ac_block_z() / p.num_splits, split = ac_block_z() % p.num_splits;
   if (b >= p.batch) return;
   A a{p};
-  a.q_s = reinterpret_cast<uint16_t*>(smem);
+  // Warpgroup operands: tiles 1024-byte aligned in the shared window (smem_bytes has the room).
+  const uint32_t pad = S.warpgroup ? (1024u - ac_smem_addr(smem) % 1024u) % 1024u : 0u;
+  a.q_s = reinterpret_cast<uint16_t*>(smem + pad);
   a.k_s = a.q_s + A::kBlockM * A::D;
   a.v_s = a.k_s + S.stages * S.block_n * A::D;
   a.valid_s = reinterpret_cast<uint8_t*>(a.v_s + S.stages * S.block_n * A::D);
@@ -422,6 +492,9 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d128, F16, shape_of(128), true)
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape)
 AC_TILED_KERNELS(keys, ac_tiled_keys_shape)
+#if AC_HAS_WARPGROUP_MMA
+AC_TILED_KERNELS(wgmma, ac_tiled_wgmma_shape)
+#endif
 #undef AC_TILED_KERNELS
 #undef AC_TILED_KERNEL
 

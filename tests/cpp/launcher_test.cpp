@@ -99,10 +99,11 @@ TEST(Launcher, DecodeKernelAndSplits) {
   extend.args.one_query_per_sequence = false;
   extend.args.max_seqlen_q = 300;
   gpu::paged_attention(extend.args, nullptr);
-  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_rows_paged_bf16_d64");
+  // sm_90: the "rows" tiles on the warpgroup MMA, two warpgroups of 64 rows.
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_wgmma_paged_bf16_d64");
   EXPECT_EQ(fake.launch(0)->grid[0], 19u);
   EXPECT_EQ(fake.launch(0)->grid[2], 4u * 2);  // 608 blocks: 2 splits
-  EXPECT_EQ(fake.launch(0)->block[0], 128u);
+  EXPECT_EQ(fake.launch(0)->block[0], 256u);
 
   fake.reset();
   DecodeCase wide(1, 4096, DType::f32);  // the decode kernel takes f16/bf16: the generic one runs
