@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build from source, then run the GPU suite (every kernel
-# against the CPU reference), compute-sanitizer memcheck and racecheck, and quick timings.
-# Logs and JSON go to $OUT (default ./gpu-results). Skips, saying why, where there is no GPU.
+# against the CPU reference; prefill again on the mma.sync kernels where warpgroup ones exist),
+# compute-sanitizer memcheck and racecheck, and timings. Logs and JSON go to $OUT (default
+# ./gpu-results). Skips, saying why, where there is no GPU.
+#   BENCH=quick|full|0: which timings (BENCH_ONLY=REGEX: those cases alone); BENCH_AB=REGEX: those cases again on the mma.sync kernels
+#   (AITER_COMPAT_NO_WGMMA=1), same run; SANITIZERS="memcheck racecheck" by default.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-results}
@@ -21,10 +24,24 @@ cmake -S . -B build-gpu -G Ninja -DPython3_EXECUTABLE="$PY" -DAITER_COMPAT_GPU_A
 cmake --build build-gpu -j "$(nproc)" --target aiter-compat _aiter_compat > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
 set +e
+# The machine code: matrix instructions per tiled kernel and any local-memory (spill) traffic.
+if command -v cuobjdump >/dev/null; then
+  for co in build-gpu/kernels/attention_sm_*.co; do
+    cuobjdump -sass "$co" | awk '/Function :/{f=$3} /HGMMA/{g[f]++} /HMMA/{h[f]++} /LDL|STL/{l[f]++}
+      END{for (k in h) if (k ~ /tiled/) printf "sass %s: HGMMA %d HMMA %d local %d\n", k, g[k], h[k], l[k]}' | sort |
+      tee "$OUT/sass_summary.txt"
+  done
+fi
 ./build-gpu/aiter-compat probe | tee "$OUT/probe.txt"
 export AITER_COMPAT_PYTHONPATH=$PWD/build-gpu/python PYTHONPATH=$PWD/build-gpu/python AITER_COMPAT_LOG_LEVEL=warn
 AITER_COMPAT_GPU_SUMMARY=$OUT/gpu_summary.json timeout 300 "$PY" -m pytest -q -rs tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
 tests_rc=${PIPESTATUS[0]}
+if grep -q "ac_tiled_wgmma" "$OUT/sass_summary.txt" 2>/dev/null; then
+  echo "prefill cases again on the mma.sync rows kernels (AITER_COMPAT_NO_WGMMA=1):"
+  AITER_COMPAT_NO_WGMMA=1 timeout 200 "$PY" -m pytest -q -rs tests/gpu -k "varlen or extend or underestimated or flash_attn_func" \
+    2>&1 | tee "$OUT/gpu_tests_mma_sync.log" | tail -5
+  [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
+fi
 san_rc=0
 for tool in ${SANITIZERS:-memcheck racecheck}; do
   timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$PY" tests/gpu/sanitizer_cases.py > "$OUT/$tool.log" 2>&1
@@ -33,8 +50,13 @@ for tool in ${SANITIZERS:-memcheck racecheck}; do
   [ $rc -ne 0 ] && san_rc=$rc
 done
 case "${BENCH:-quick}" in
-  quick) timeout 200 "$PY" bench/gpu_attention.py --quick --json "$OUT/bench_quick.json" 2>&1 | tee "$OUT/bench.log" ;;
-  full) timeout 400 "$PY" bench/gpu_attention.py --json "$OUT/bench_full.json" 2>&1 | tee "$OUT/bench.log" ;;
+  quick) timeout 200 "$PY" bench/gpu_attention.py --quick ${BENCH_ONLY:+--only "$BENCH_ONLY"} --json "$OUT/bench_quick.json" 2>&1 | tee "$OUT/bench.log" ;;
+  full) timeout 400 "$PY" bench/gpu_attention.py ${BENCH_ONLY:+--only "$BENCH_ONLY"} --json "$OUT/bench_full.json" 2>&1 | tee "$OUT/bench.log" ;;
 esac
+if [ -n "${BENCH_AB:-}" ]; then
+  echo "the same cases on the mma.sync kernels:"
+  AITER_COMPAT_NO_WGMMA=1 timeout 200 "$PY" bench/gpu_attention.py --only "$BENCH_AB" --json "$OUT/bench_mma_sync.json" 2>&1 |
+    tee "$OUT/bench_mma_sync.log"
+fi
 echo "gpu tests rc=$tests_rc sanitizers rc=$san_rc"
 exit $(( tests_rc != 0 || san_rc != 0 ))
