@@ -28,13 +28,17 @@ struct ac_tiled_shape {
   constexpr int threads() const { return warps_m * warps_n * 32; }
   constexpr int block_m() const { return warps_m * m_tiles * 16; }
   constexpr int out_stride() const { return head_dim + 4; }  // floats per row of the epilogue buffer
-  constexpr int smem_bytes() const {
-    // Q tile, K and V stages (16-bit), one validity byte per key per stage; reused at the end for
-    // the fp32 partial outputs and (max, sum) of every warp.
+  // Q tile, K and V stages (16-bit), one validity byte per key per stage; reused at the end for
+  // the fp32 partial outputs and (max, sum) of every warp. Past both: each row's sink (fp32),
+  // read from memory at the block's start so that the epilogue does not wait on it.
+  constexpr int sink_offset() const {
     const int loop = block_m() * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + stages * block_n;
     const int epilogue = warps_n * block_m() * (out_stride() + 2) * 4;
+    return ((loop > epilogue ? loop : epilogue) + 15) / 16 * 16;
+  }
+  constexpr int smem_bytes() const {
     // Warpgroup operands need 1024-byte-aligned tiles: room to align the start.
-    return (loop > epilogue ? loop : epilogue) + (warpgroup ? 1024 : 0);
+    return sink_offset() + block_m() * 4 + (warpgroup ? 1024 : 0);
   }
 };
 constexpr ac_tiled_shape ac_tiled_rows_shape(int head_dim) {

@@ -58,6 +58,7 @@ struct TiledAttention {
   uint16_t* k_s;
   uint16_t* v_s;
   uint8_t* valid_s;
+  float* sink_s;  // [block_m]: the sink of each row's head (log2 units), -inf without sinks
   Sequence seq;
   int32_t kh, group, rows_total, row0, k_begin, k_end;
   int32_t page_shift;  // log2 of the block size when it is a power of two, else -1
@@ -226,6 +227,13 @@ struct TiledAttention {
         ac_copy_commit();  // empty groups keep the count uniform
       }
     }
+    // Each row's sink, read while the first tiles are in flight; the epilogue (past at least
+    // one barrier) reads it from shared memory instead of waiting on memory at the end.
+    if (p.num_splits == 1)
+      for (int r = tid; r < kBlockM; r += kThreads) {
+        const int32_t flat = row0 + r;
+        sink_s[r] = p.sinks && flat < rows_total ? p.sinks[kh * group + flat % group] * kLog2e : -AC_INFINITY;
+      }
     uint32_t a_q[kQInRegisters ? D / 16 : 1][4];  // Q fragments, when kept in registers
 
     float o[S.m_tiles][kChunks][4], m_run[S.m_tiles][2], l_run[S.m_tiles][2];
@@ -435,7 +443,7 @@ struct TiledAttention {
         }
         continue;
       }
-      const float sink = p.sinks ? p.sinks[h] * kLog2e : -AC_INFINITY;
+      const float sink = sink_s[r];
       const float mf = fmaxf(mx, sink);
       const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(mx - mf);
       const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
@@ -466,6 +474,7 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   a.k_s = a.q_s + A::kBlockM * A::D;
   a.v_s = a.k_s + S.stages * S.block_n * A::D;
   a.valid_s = reinterpret_cast<uint8_t*>(a.v_s + S.stages * S.block_n * A::D);
+  a.sink_s = reinterpret_cast<float*>(smem + pad + S.sink_offset());
   a.seq = sequence_at(p, b);
   a.kh = ac_block_y();
   a.group = p.hq / p.hk;
