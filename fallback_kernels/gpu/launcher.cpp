@@ -222,13 +222,15 @@ bool tiled_kernel_fits(const ac_attention_params& p, DType dtype) {
   return rows_load_16_bytes(p, dtype) && aligned16(p.out) && p.out_tok % 8 == 0 && p.out_head % 8 == 0;
 }
 
-// Split-KV for the tiled kernels: enough blocks for about eight per multiprocessor (several
-// resident at once, and a short tail), each split at least four key tiles.
-int choose_tiled_splits(int64_t blocks, int multiprocessors, int64_t max_keys, int block_n) {
-  const int64_t target = 8LL * multiprocessors;
-  if (blocks >= target) return 1;
+// Split-KV for the tiled kernels: as many splits as keep the blocks within one wave (every block
+// resident at once: blocks_per_sm per multiprocessor), each split at least four key tiles. One
+// wave of equal blocks has no tail; a grid that already fills most of a wave is not split, since
+// the partial outputs and the merge would cost more than the idle slots.
+int choose_tiled_splits(int64_t blocks, int multiprocessors, int blocks_per_sm, int64_t max_keys, int block_n) {
+  const int64_t wave = static_cast<int64_t>(blocks_per_sm) * multiprocessors;
+  if (2 * blocks > wave) return 1;
   const int64_t by_keys = max_keys / (4LL * block_n);
-  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>((target + blocks - 1) / blocks, by_keys), 1, AC_MAX_SPLITS));
+  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(wave / std::max<int64_t>(blocks, 1), by_keys), 1, AC_MAX_SPLITS));
 }
 
 // The kernel for one call and its launch shape (grid z is multiplied by the split count).
@@ -258,7 +260,7 @@ Plan plan(const ac_attention_params& p, DType dtype, const LoadedModule& m, int6
     k.smem = s.smem_bytes();
     k.splits = std::min(65535 / std::max(p.batch, 1),  // grid z holds sequences x splits
                         choose_tiled_splits(static_cast<int64_t>(k.grid_x) * p.hk * p.batch, m.multiprocessors,
-                                            max_keys, s.block_n));
+                                            s.blocks_per_sm, max_keys, s.block_n));
     return k;
   }
   const bool decode = decode_kernel_fits(p, dtype);

@@ -69,13 +69,21 @@ TEST(Launcher, DecodeKernelAndSplits) {
   fake.reset();
   DecodeCase batch64(64, 4096);
   gpu::paged_attention(batch64.args, nullptr);
-  ASSERT_EQ(fake.launches(), 2);
-  // One token's 8 query heads of a KV group fill one 16-row tile: the "keys" shape.
+  // One token's 8 query heads of a KV group fill one 16-row tile: the "keys" shape. 512 blocks
+  // fill most of one wave (4 per multiprocessor x 132): not split, no merge.
+  ASSERT_EQ(fake.launches(), 1);
   EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
   EXPECT_EQ(fake.launch(0)->grid[0], 1u);
   EXPECT_EQ(fake.launch(0)->grid[1], 8u);
-  EXPECT_EQ(fake.launch(0)->grid[2], 64u * 3);  // 512 blocks < 8 per multiprocessor: 3 splits
+  EXPECT_EQ(fake.launch(0)->grid[2], 64u);
   EXPECT_EQ(fake.launch(0)->block[0], 128u);
+  EXPECT_EQ(fake.allocations(), 0);
+
+  fake.reset();
+  DecodeCase sixteen(16, 4096);  // 128 blocks: 4 splits of 1024 keys make one wave of 512
+  gpu::paged_attention(sixteen.args, nullptr);
+  ASSERT_EQ(fake.launches(), 2);
+  EXPECT_EQ(fake.launch(0)->grid[2], 16u * 4);
   EXPECT_STREQ(fake.launch(1)->name, "ac_merge_bf16");  // the sink enters here, once
 
   fake.reset();
@@ -83,7 +91,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
   gpu::paged_attention(one.args, nullptr);
   ASSERT_EQ(fake.launches(), 2);
   EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
-  EXPECT_EQ(fake.launch(0)->grid[2], 64u);  // capped at 64 splits (512 keys each)
+  EXPECT_EQ(fake.launch(0)->grid[2], 64u);  // 66 fit one wave: capped at 64 splits (512 keys each)
   EXPECT_EQ(fake.allocations(), 1);
   EXPECT_EQ(fake.frees(), 1);
 
@@ -102,7 +110,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
   // sm_90: the "rows" tiles on the warpgroup MMA, two warpgroups of 64 rows.
   EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_wgmma_paged_bf16_d64");
   EXPECT_EQ(fake.launch(0)->grid[0], 19u);
-  EXPECT_EQ(fake.launch(0)->grid[2], 4u * 2);  // 608 blocks: 2 splits
+  EXPECT_EQ(fake.launch(0)->grid[2], 4u);  // 608 blocks: more than a wave (2 per multiprocessor), not split
   EXPECT_EQ(fake.launch(0)->block[0], 256u);
 
   fake.reset();
