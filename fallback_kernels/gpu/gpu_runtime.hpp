@@ -23,6 +23,10 @@ namespace aiter_compat::gpu {
                           void*, void**, void**))                                                \
   X(cuMemAllocAsync, int, (unsigned long long*, size_t, void*))                                  \
   X(cuMemFreeAsync, int, (unsigned long long, void*))                                            \
+  X(cuMemPoolCreate, int, (void**, const void*))                                                 \
+  X(cuMemPoolSetAttribute, int, (void*, int, void*))                                             \
+  X(cuMemAllocFromPoolAsync, int, (unsigned long long*, size_t, void*, void*))                   \
+  X(cuStreamIsCapturing, int, (void*, int*))                                                     \
   X(cuGetErrorString, int, (int, const char**))
 
 // The HIP runtime's module API.

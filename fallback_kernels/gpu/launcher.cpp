@@ -91,7 +91,40 @@ struct LoadedModule {
   void* merge_states[3] = {};
   void* decode[3][2] = {};         // [type][d64, d128]
   void* tiled[3][2][3][2] = {};    // [TiledShape][contiguous, paged][type][d64, d128]
+  int device = 0;
+  // CUDA: split-KV scratch outside graph capture, made at the first eager split call (null:
+  // none); both under scratch_pool_mutex.
+  void* scratch_pool = nullptr;
+  bool scratch_pool_tried = false;
 };
+
+std::mutex scratch_pool_mutex;
+
+// CUmemPoolProps (88 bytes in every CUDA 11.2+ header): pinned device memory, no export handles.
+struct CudaPoolProps {
+  int alloc_type = 1;      // CU_MEM_ALLOCATION_TYPE_PINNED
+  int handle_types = 0;    // CU_MEM_HANDLE_TYPE_NONE
+  int location_type = 1;   // CU_MEM_LOCATION_TYPE_DEVICE
+  int location_id = 0;
+  void* win32_security_attributes = nullptr;
+  unsigned char reserved[64] = {};
+};
+static_assert(sizeof(CudaPoolProps) == 88, "CUmemPoolProps layout");
+
+// A memory pool of our own for the split-KV scratch of eager calls. The device's default pool
+// hands its memory back to the driver at every synchronisation (release threshold 0), so each
+// call after one paid ~100 us to map it again; this pool keeps what it has (at most the largest
+// scratch in flight at once, a few MB). Null where the driver cannot make one: calls then use
+// the default pool, as under graph capture, where allocations become the graph's own nodes.
+void* make_scratch_pool(int device) {
+  CudaPoolProps props;
+  props.location_id = device;
+  void* pool = nullptr;
+  if (cuda().cuMemPoolCreate(&pool, &props) != 0) return nullptr;
+  unsigned long long keep = ~0ull;
+  cuda().cuMemPoolSetAttribute(pool, 4 /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */, &keep);
+  return pool;
+}
 
 ac_tiled_shape shape_of(TiledShape shape, int head_dim) {
   return shape == TiledShape::keys ? ac_tiled_keys_shape(head_dim)
@@ -143,6 +176,7 @@ LoadedModule& module_for(DeviceKind kind, int device) {
     int dev = 0;
     check(kind, cuda().cuDeviceGet(&dev, device), "cuDeviceGet");
     check(kind, cuda().cuDeviceGetAttribute(&m.multiprocessors, 16, dev), "cuDeviceGetAttribute");
+    m.device = dev;
   } else {
     check(kind, hip().hipModuleLoadData(&m.module, object->data), "hipModuleLoadData");
     m.multiprocessors = 120;  // MI200/MI300 have 104-304 CUs; the split count only needs a scale
@@ -289,7 +323,19 @@ void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* 
   void* scratch = nullptr;
   if (kind == DeviceKind::cuda) {
     unsigned long long ptr = 0;
-    check(kind, cuda().cuMemAllocAsync(&ptr, out_bytes + ml_bytes, stream), "cuMemAllocAsync");
+    int capturing = 0;  // CU_STREAM_CAPTURE_STATUS_NONE
+    if (cuda().cuStreamIsCapturing(stream, &capturing) != 0) capturing = 1;  // unsure: the graph-safe path
+    // The pool is made outside capture only (a capture may forbid calls that are not stream work).
+    void* pool = nullptr;
+    if (capturing == 0) {
+      std::lock_guard lock(scratch_pool_mutex);
+      if (!m.scratch_pool_tried) m.scratch_pool = make_scratch_pool(m.device), m.scratch_pool_tried = true;
+      pool = m.scratch_pool;
+    }
+    if (pool && capturing == 0)
+      check(kind, cuda().cuMemAllocFromPoolAsync(&ptr, out_bytes + ml_bytes, pool, stream), "cuMemAllocFromPoolAsync");
+    else
+      check(kind, cuda().cuMemAllocAsync(&ptr, out_bytes + ml_bytes, stream), "cuMemAllocAsync");
     scratch = reinterpret_cast<void*>(ptr);
   } else {
     check(kind, hip().hipMallocAsync(&scratch, out_bytes + ml_bytes, stream), "hipMallocAsync");

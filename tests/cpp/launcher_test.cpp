@@ -27,6 +27,9 @@ struct Fake {
   const FakeLaunch* launch(int i) { return fn<const FakeLaunch* (*)(int)>("fake_cuda_launch")(i); }
   int module_loads(int d) { return fn<int (*)(int)>("fake_cuda_module_loads")(d); }
   int allocations() { return fn<int (*)()>("fake_cuda_allocations")(); }
+  int pool_allocations() { return fn<int (*)()>("fake_cuda_pool_allocations")(); }
+  int pools() { return fn<int (*)()>("fake_cuda_pools")(); }
+  void set_capturing(int on) { fn<void (*)(int)>("fake_cuda_set_capturing")(on); }
   int frees() { return fn<int (*)()>("fake_cuda_frees")(); }
   void reset() { fn<void (*)()>("fake_cuda_reset")(); }
 };
@@ -92,6 +95,18 @@ TEST(Launcher, DecodeKernelAndSplits) {
   ASSERT_EQ(fake.launches(), 2);
   EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
   EXPECT_EQ(fake.launch(0)->grid[2], 64u);  // 66 fit one wave: capped at 64 splits (512 keys each)
+  // Eager: the scratch comes from the launcher's own pool, which keeps its memory (release
+  // threshold at its maximum), and goes back to it after the merge.
+  EXPECT_EQ(fake.pool_allocations(), 1);
+  EXPECT_EQ(fake.allocations(), 0);
+  EXPECT_EQ(fake.frees(), 1);
+  EXPECT_EQ(fake.pools(), 11);  // one pool for device 0, its threshold set
+
+  fake.reset();
+  fake.set_capturing(1);  // under graph capture: the default pool (a graph allocation node)
+  gpu::paged_attention(one.args, nullptr);
+  fake.set_capturing(0);
+  EXPECT_EQ(fake.pool_allocations(), 0);
   EXPECT_EQ(fake.allocations(), 1);
   EXPECT_EQ(fake.frees(), 1);
 

@@ -9,7 +9,8 @@
 #include "fake_launch.h"
 
 static fake_launch launches[256];
-static int launch_count, module_loads[4], allocations, frees, current_device = -1;
+static int launch_count, module_loads[4], allocations, pool_allocations, frees, current_device = -1;
+static int capturing, pools_made, pool_threshold_set;
 static int contexts[4] = {0, 1, 2, 3};
 
 EXPORT int fake_cuda_launch_count(void) { return launch_count; }
@@ -17,7 +18,10 @@ EXPORT const fake_launch* fake_cuda_launch(int i) { return &launches[i]; }
 EXPORT int fake_cuda_module_loads(int device) { return module_loads[device]; }
 EXPORT int fake_cuda_allocations(void) { return allocations; }
 EXPORT int fake_cuda_frees(void) { return frees; }
-EXPORT void fake_cuda_reset(void) { launch_count = allocations = frees = 0; }
+EXPORT int fake_cuda_pool_allocations(void) { return pool_allocations; }
+EXPORT int fake_cuda_pools(void) { return pools_made * 10 + pool_threshold_set; }
+EXPORT void fake_cuda_set_capturing(int on) { capturing = on; }
+EXPORT void fake_cuda_reset(void) { launch_count = allocations = pool_allocations = frees = 0; }
 
 EXPORT int cuInit(unsigned flags) { (void)flags; return 0; }
 EXPORT int cuDeviceGetCount(int* n) { *n = 2; return 0; }
@@ -72,6 +76,30 @@ EXPORT int cuMemFreeAsync(unsigned long long ptr, void* stream) {
   (void)stream;
   free((void*)ptr);
   frees++;
+  return 0;
+}
+EXPORT int cuMemPoolCreate(void** pool, const void* props) {
+  /* CUmemPoolProps: pinned (1), no handles (0), on a device (1) */
+  const int* p = (const int*)props;
+  if (p[0] != 1 || p[1] != 0 || p[2] != 1 || p[3] < 0 || p[3] > 1) return 1;
+  *pool = &contexts[p[3]];
+  pools_made++;
+  return 0;
+}
+EXPORT int cuMemPoolSetAttribute(void* pool, int attr, void* value) {
+  (void)pool;
+  if (attr == 4 && *(unsigned long long*)value == ~0ull) pool_threshold_set = 1;
+  return 0;
+}
+EXPORT int cuMemAllocFromPoolAsync(unsigned long long* ptr, size_t bytes, void* pool, void* stream) {
+  (void)pool, (void)stream;
+  *ptr = (unsigned long long)malloc(bytes);
+  pool_allocations++;
+  return 0;
+}
+EXPORT int cuStreamIsCapturing(void* stream, int* status) {
+  (void)stream;
+  *status = capturing;
   return 0;
 }
 EXPORT int cuGetErrorString(int rc, const char** text) { *text = rc ? "fake CUDA error" : "no error"; return 0; }
