@@ -53,6 +53,8 @@ VARLEN = [
      torch.bfloat16, 1e-2),
     ("long head dim 128 group 4", [600], [900], 32, 8, 128, True, (-1, -1), "random", torch.bfloat16, 1e-2),
     ("long fp16 window 100 right 20", [700], [700], 16, 2, 64, True, (100, 20), "random", torch.float16, 2e-3),
+    ("fp16 head dim 128 ragged with a prefix", [257, 31], [300, 31], 16, 2, 128, True, (-1, -1), "random",
+     torch.float16, 2e-3),
 ]
 
 
