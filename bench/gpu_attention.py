@@ -3,7 +3,9 @@
 bandwidth, bf16 matmul rate) and torch's SDPA backends (cuDNN, flash) on the same shapes without sinks (SDPA has no sinks and no
 paged cache: its cache is contiguous). Calls are captured as CUDA graphs (one per KV copy) and
 the replays timed with device events after warm-up, medians; the KV copies together exceed the
-L2. The host cost of a call is timed separately (eager, per call). Prefill (causal, window 128,
+L2. Sinks on and off are timed in alternation on the same inputs (their difference is a few
+percent at most, about what a 10 us call drifts between two measurements). The host cost of a
+call is timed separately (eager, per call). Prefill (causal, window 128,
 head dim 64 and 128, GPT-OSS heads) is timed eagerly; causal FLOPs count only the pairs computed.
 Ratios are peer time / our time (above 1: we are faster). Prints a table, writes JSON.
 
@@ -38,8 +40,27 @@ def timed(fn, reps=30, warmup=5):
     return statistics.median(times)
 
 
-def timed_graphs(calls, reps=30):
-    """Median time of one call, replaying a CUDA graph per call in rotation (no host cost)."""
+def timed_pair(fn_a, fn_b, reps=30, warmup=5):
+    """Medians of two functions timed in alternation (a, b, a, b, ...), so that drifts of clocks
+    and caches during the measurement fall on both alike: sinks on against sinks off."""
+    for _ in range(warmup):
+        fn_a()
+        fn_b()
+    torch.cuda.synchronize()
+    times = ([], [])
+    for _ in range(reps):
+        for fn, ts in zip((fn_a, fn_b), times):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b) * 1e-3)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def graph_replay(calls):
+    """A function replaying one CUDA graph per call in rotation (no host cost)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -57,7 +78,12 @@ def timed_graphs(calls, reps=30):
     def replay():
         graphs[it[0] % len(graphs)].replay()
         it[0] += 1
-    return timed(replay, reps=reps)
+    return replay
+
+
+def timed_graphs(calls, reps=30):
+    """Median time of one call, replaying a CUDA graph per call in rotation (no host cost)."""
+    return timed(graph_replay(calls), reps=reps)
 
 
 def matmul_rate():
@@ -74,7 +100,8 @@ def copy_bandwidth():
     return 2 * x.numel() * 2 / t
 
 
-def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64, sinks=True):
+def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64):
+    """Graph-replay times with sinks and without (alternating), bytes moved, eager time of a call."""
     blocks_per = (ctx + block - 1) // block
     kv_bytes = 2 * batch * ctx * hk * d * 2
     copies = max(1, int(3 * L2_BYTES // kv_bytes) + 1)
@@ -86,13 +113,17 @@ def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64, sinks=True):
     used = torch.full((batch,), ctx, dtype=torch.int32, device="cuda")
     q = torch.randn(batch, hq, d, dtype=torch.bfloat16, device="cuda")
     out = torch.empty_like(q)
-    s = torch.randn(hq, device="cuda") if sinks else None
-    calls = [lambda kc=kc, vc=vc: aiter_compat.paged_attention_decode(
-        q, kc, vc, table, used, softmax_scale=0.125, window_size=window, sinks=s, out=out) for kc, vc in caches]
-    t = timed_graphs(calls)
-    host = timed(calls[0], reps=20)  # eager: kernel plus the host path of one call
+    s = torch.randn(hq, device="cuda")
+
+    def calls(sinks):
+        return [lambda kc=kc, vc=vc: aiter_compat.paged_attention_decode(
+            q, kc, vc, table, used, softmax_scale=0.125, window_size=window, sinks=sinks, out=out)
+            for kc, vc in caches]
+    on, off = calls(s), calls(None)
+    t, t_off = timed_pair(graph_replay(on), graph_replay(off), reps=60)
+    host = timed(on[0], reps=20)  # eager: kernel plus the host path of one call
     read = 2 * batch * min(ctx, window[0] + 1 if window[0] >= 0 else ctx) * hk * d * 2
-    return t, read + 2 * q.numel() * 2, host
+    return t, t_off, read + 2 * q.numel() * 2, host
 
 
 def sdpa_decode(batch, ctx, backend, hq=64, hk=8, d=64):
@@ -114,19 +145,23 @@ def sdpa_decode(batch, ctx, backend, hq=64, hk=8, d=64):
         return float("nan")
 
 
-def prefill_case(batch, seqlen, d, window, hq=64, hk=8, sinks=True):
-    """Our varlen prefill (causal, sinks) timed eagerly; FLOPs with causal (and window) pairs only."""
+def prefill_case(batch, seqlen, d, window, hq=64, hk=8):
+    """Our varlen prefill (causal) timed eagerly with sinks and without, alternating; FLOPs with
+    causal (and window) pairs only."""
     q = torch.randn(batch * seqlen, hq, d, dtype=torch.bfloat16, device="cuda")
     k = torch.randn(batch * seqlen, hk, d, dtype=torch.bfloat16, device="cuda")
     v = torch.randn_like(k)
     cu = torch.arange(0, (batch + 1) * seqlen, seqlen, dtype=torch.int32, device="cuda")
-    s = torch.randn(hq, device="cuda") if sinks else None
+    s = torch.randn(hq, device="cuda")
     out = torch.empty_like(q)
-    t = timed(lambda: aiter_compat.flash_attn_varlen_func(q, k, v, cu, cu, seqlen, seqlen, causal=True,
-                                                          window_size=window, sink_ptr=s, out=out), reps=10)
+
+    def call(sinks):
+        return lambda: aiter_compat.flash_attn_varlen_func(q, k, v, cu, cu, seqlen, seqlen, causal=True,
+                                                           window_size=window, sink_ptr=sinks, out=out)
+    t, t_off = timed_pair(call(s), call(None), reps=12)
     span = window[0] + 1 if window[0] >= 0 else seqlen
     pairs = sum(min(i + 1, span) for i in range(seqlen)) * batch
-    return t, 4 * pairs * hq * d
+    return t, t_off, 4 * pairs * hq * d
 
 
 def sdpa_prefill(batch, seqlen, d, backend, hq=64, hk=8):
@@ -169,12 +204,7 @@ def main():
         for window in ((-1, -1), (127, 0)):
             if not wanted(f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}"):
                 continue
-            # Sinks on and off alternate, best of three each: their difference is a few percent at
-            # most, and a 10 us call moves by about that much between measurements.
-            (t, moved, host), (t_off, _, _) = decode_case(batch, ctx, window), decode_case(batch, ctx, window, sinks=False)
-            for _ in range(2):
-                t = min(t, decode_case(batch, ctx, window)[0])
-                t_off = min(t_off, decode_case(batch, ctx, window, sinks=False)[0])
+            t, t_off, moved, host = decode_case(batch, ctx, window)
             row = {"case": f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}",
                    "us": t * 1e6, "TB/s": moved / t / 1e12, "pct_ceiling": 100 * moved / t / bw,
                    "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * (t / t_off - 1), "eager_call_us": host * 1e6}
@@ -189,9 +219,7 @@ def main():
             for window in ((-1, -1), (127, 0)):
                 if not wanted(f"prefill d{d} {batch}x{seqlen // 1024}k {'win128' if window[0] >= 0 else 'causal'}"):
                     continue
-                t, flops = prefill_case(batch, seqlen, d, window)
-                t_off, _ = prefill_case(batch, seqlen, d, window, sinks=False)
-                t, t_off = min(t, prefill_case(batch, seqlen, d, window)[0]), min(t_off, prefill_case(batch, seqlen, d, window, sinks=False)[0])
+                t, t_off, flops = prefill_case(batch, seqlen, d, window)
                 row = {"case": f"prefill d{d} {batch}x{seqlen // 1024}k {'win128' if window[0] >= 0 else 'causal'}",
                        "us": t * 1e6, "TFLOP/s": flops / t / 1e12, "pct_ceiling": 100 * flops / t / MATMUL_FLOPS,
                        "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * (t / t_off - 1)}
