@@ -40,25 +40,22 @@ def timed(fn, reps=30, warmup=5):
     return statistics.median(times)
 
 
-def timed_pair(fn_a, fn_b, reps=30, warmup=5, run=10):
-    """Medians of two functions timed in alternating runs (`run` calls of a, then of b, ...), so
-    that drifts of clocks and caches during the measurement fall on both alike: sinks on against
-    sinks off. Runs, not single calls: a graph replayed right after another graph costs a few
-    microseconds more than a repeated one (seen on the H200), which the median of a run drops."""
+def timed_pair(fn_a, fn_b, reps=30, warmup=5):
+    """Medians of two functions timed in alternation (a, b, a, b, ...), so that drifts of clocks
+    and caches during the measurement fall on both alike: sinks on against sinks off."""
     for _ in range(warmup):
         fn_a()
         fn_b()
     torch.cuda.synchronize()
     times = ([], [])
-    for _ in range(max(1, reps // run)):
+    for _ in range(reps):
         for fn, ts in zip((fn_a, fn_b), times):
-            for _ in range(run):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                fn()
-                b.record()
-                b.synchronize()
-                ts.append(a.elapsed_time(b) * 1e-3)
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b) * 1e-3)
     return statistics.median(times[0]), statistics.median(times[1])
 
 
@@ -161,7 +158,7 @@ def prefill_case(batch, seqlen, d, window, hq=64, hk=8):
     def call(sinks):
         return lambda: aiter_compat.flash_attn_varlen_func(q, k, v, cu, cu, seqlen, seqlen, causal=True,
                                                            window_size=window, sink_ptr=sinks, out=out)
-    t, t_off = timed_pair(call(s), call(None), reps=12, run=3)
+    t, t_off = timed_pair(call(s), call(None), reps=12)
     span = window[0] + 1 if window[0] >= 0 else seqlen
     pairs = sum(min(i + 1, span) for i in range(seqlen)) * batch
     return t, t_off, 4 * pairs * hq * d

@@ -135,11 +135,10 @@ ac_tiled_shape shape_of(TiledShape shape, int head_dim) {
 
 // AITER_COMPAT_NO_WGMMA=1 keeps prefill on the mma.sync "rows" kernels where the warpgroup ones
 // exist (to compare the two, or to step around a fault in one); read when a module loads.
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
+bool wgmma_disabled() {
+  const char* v = std::getenv("AITER_COMPAT_NO_WGMMA");
   return v && *v && std::string(v) != "0";
 }
-bool wgmma_disabled() { return env_flag("AITER_COMPAT_NO_WGMMA"); }
 
 std::string arch_of(DeviceKind kind, int device) {
   if (kind == DeviceKind::cuda) {
@@ -180,9 +179,7 @@ LoadedModule& module_for(DeviceKind kind, int device) {
     check(kind, cuda().cuDeviceGetAttribute(&m.multiprocessors, 16, dev), "cuDeviceGetAttribute");
     m.device = dev;
     // Graphs keep programmatic dependencies from CUDA 12.3 on.
-    // AITER_COMPAT_NO_PDL=1 launches the merge plainly (to compare, or to step around a driver fault).
-    m.programmatic_launch = cuda().cuLaunchKernelEx && cuda().driver_version >= 12030 &&
-                            std::stoi(m.arch.substr(3)) >= 90 && !env_flag("AITER_COMPAT_NO_PDL");
+    m.programmatic_launch = cuda().cuLaunchKernelEx && cuda().driver_version >= 12030 && std::stoi(m.arch.substr(3)) >= 90;
   } else {
     check(kind, hip().hipModuleLoadData(&m.module, object->data), "hipModuleLoadData");
     m.multiprocessors = 120;  // MI200/MI300 have 104-304 CUs; the split count only needs a scale
