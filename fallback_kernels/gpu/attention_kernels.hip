@@ -12,7 +12,6 @@ namespace {
 
 template <typename T>
 AC_DEVICE void attention_block(const ac_attention_params& p) {
-  ac_allow_dependent_launch();
   Elem<T> e;
   const int tid = ac_thread_x();
   const int32_t token = ac_block_x(), kh = ac_block_y(), split = ac_block_z();
@@ -130,7 +129,6 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
 // cost one cache latency per split and pass).
 template <typename T>
 AC_DEVICE void merge_block(const ac_attention_params& p) {
-  ac_wait_for_prerequisite_grid();  // the partials of the split kernel
   Elem<T> e;
   const int tid = ac_thread_x();
   const int32_t token = ac_block_x(), h = ac_block_y();
@@ -216,7 +214,6 @@ AC_DEVICE void unpack8(const ac_u32x4& v, float* out) {
 
 template <typename T, int D>
 AC_DEVICE void decode_block(const ac_attention_params& p) {
-  ac_allow_dependent_launch();
   constexpr int kLanes = D / 8;                        // lanes per key row
   constexpr int kGroups = AC_DECODE_THREADS / kLanes;  // key rows in flight per step (per unroll)
   constexpr int G = AC_DECODE_MAX_GROUP;

@@ -45,8 +45,6 @@ const CudaApi& cuda() {
 #define AC_BIND(name, ret, args) bind(a, h, #name, reinterpret_cast<void**>(&a.name));
     AC_CUDA_SYMBOLS(AC_BIND)
 #undef AC_BIND
-    a.cuLaunchKernelEx = reinterpret_cast<decltype(a.cuLaunchKernelEx)>(dlsym(h, "cuLaunchKernelEx"));
-    if (auto version = reinterpret_cast<int (*)(int*)>(dlsym(h, "cuDriverGetVersion"))) version(&a.driver_version);
     if (a.error.empty() && a.cuInit(0) != 0) a.error = "cuInit failed in " + a.library;
     return a;
   }();

@@ -45,9 +45,6 @@ namespace aiter_compat::gpu {
 #define AC_DECLARE(name, ret, args) ret(*name) args = nullptr;
 struct CudaApi {
   AC_CUDA_SYMBOLS(AC_DECLARE)
-  // Optional (CUDA 12 drivers): launches with attributes; null where the driver lacks it.
-  int (*cuLaunchKernelEx)(const void* config, void* fn, void** params, void** extra) = nullptr;
-  int driver_version = 0;  // cuDriverGetVersion: 12030 for CUDA 12.3
   std::string library;  // path of the bound libcuda
   std::string error;    // why it could not be bound ("" when usable)
 };

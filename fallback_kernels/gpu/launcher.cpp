@@ -92,7 +92,6 @@ struct LoadedModule {
   void* decode[3][2] = {};         // [type][d64, d128]
   void* tiled[3][2][3][2] = {};    // [TiledShape][contiguous, paged][type][d64, d128]
   int device = 0;
-  bool programmatic_launch = false;  // the merge may launch while the split kernel runs (sm_90+)
   // CUDA: split-KV scratch outside graph capture, made at the first eager split call (null:
   // none); both under scratch_pool_mutex.
   void* scratch_pool = nullptr;
@@ -178,8 +177,6 @@ LoadedModule& module_for(DeviceKind kind, int device) {
     check(kind, cuda().cuDeviceGet(&dev, device), "cuDeviceGet");
     check(kind, cuda().cuDeviceGetAttribute(&m.multiprocessors, 16, dev), "cuDeviceGetAttribute");
     m.device = dev;
-    // Graphs keep programmatic dependencies from CUDA 12.3 on.
-    m.programmatic_launch = cuda().cuLaunchKernelEx && cuda().driver_version >= 12030 && std::stoi(m.arch.substr(3)) >= 90;
   } else {
     check(kind, hip().hipModuleLoadData(&m.module, object->data), "hipModuleLoadData");
     m.multiprocessors = 120;  // MI200/MI300 have 104-304 CUs; the split count only needs a scale
@@ -229,38 +226,6 @@ void launch(DeviceKind kind, void* fn, unsigned gx, unsigned gy, unsigned gz, vo
                ? cuda().cuLaunchKernel(fn, gx, gy, gz, threads, 1, 1, smem, stream, args, nullptr)
                : hip().hipModuleLaunchKernel(fn, gx, gy, gz, threads, 1, 1, smem, stream, args, nullptr);
   check(kind, rc, "kernel launch");
-}
-
-// CUlaunchAttribute (an id, padding to 8 bytes, a 64-byte value) and CUlaunchConfig, as laid out
-// by every CUDA 12 header.
-struct CudaLaunchAttribute {
-  int id;
-  int pad = 0;
-  int value[16] = {};
-};
-struct CudaLaunchConfig {
-  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
-  void* stream;
-  CudaLaunchAttribute* attributes;
-  unsigned attribute_count;
-};
-static_assert(sizeof(CudaLaunchAttribute) == 72 && sizeof(CudaLaunchConfig) == 56, "CUDA launch structs");
-
-// Launches the merge of a split kernel as its programmatic dependent where the device has it:
-// its blocks are scheduled while the split kernel's last blocks still run and wait inside the
-// kernel (griddepcontrol.wait) instead of behind a full launch gap. Any failure falls back to
-// the plain launch.
-template <typename Params>
-void launch_dependent(const LoadedModule& m, DeviceKind kind, void* fn, unsigned gx, unsigned gy, void* stream,
-                      Params& p) {
-  if (kind == DeviceKind::cuda && m.programmatic_launch) {
-    CudaLaunchAttribute serialization{6 /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */};
-    serialization.value[0] = 1;
-    CudaLaunchConfig config{gx, gy, 1, AC_THREADS, 1, 1, 0, stream, &serialization, 1};
-    void* args[] = {&p};
-    if (cuda().cuLaunchKernelEx(&config, fn, args, nullptr) == 0) return;
-  }
-  launch(kind, fn, gx, gy, 1, stream, p);
 }
 
 // Splits the keys of each query across blocks when the grid alone would leave the GPU idle,
@@ -379,7 +344,7 @@ void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* 
   p.partial_ml = reinterpret_cast<float*>(static_cast<char*>(scratch) + out_bytes);
   try {
     launch(kind, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, stream, p, k.threads, k.smem);
-    launch_dependent(m, kind, m.merge[type_index(dtype)], p.total_q, p.hq, stream, p);
+    launch(kind, m.merge[type_index(dtype)], p.total_q, p.hq, 1, stream, p);
   } catch (...) {
     if (kind == DeviceKind::cuda) cuda().cuMemFreeAsync(reinterpret_cast<unsigned long long>(scratch), stream);
     else hip().hipFreeAsync(scratch, stream);

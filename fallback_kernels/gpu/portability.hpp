@@ -38,8 +38,6 @@ AC_DEVICE float ac_half_to_float(uint16_t h) { return static_cast<float>(__built
 AC_DEVICE void ac_shared_add(float* p, float v) {
   __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
 }
-AC_DEVICE void ac_allow_dependent_launch() {}
-AC_DEVICE void ac_wait_for_prerequisite_grid() {}
 #elif defined(__CUDACC__)
 #define AC_NVIDIA 1
 #define AC_KERNEL extern "C" __global__ __launch_bounds__(256)
@@ -71,19 +69,6 @@ AC_DEVICE float ac_half_to_float(uint16_t h) {
   return f;
 }
 AC_DEVICE void ac_shared_add(float* p, float v) { atomicAdd(p, v); }
-// Programmatic dependent launch (sm_90+): a kernel that produces split partials lets the merge
-// grid start launching once all its blocks run; the merge waits for it to finish (and its
-// writes to be visible) before reading them. Without the launch attribute both are no-ops.
-AC_DEVICE void ac_allow_dependent_launch() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-AC_DEVICE void ac_wait_for_prerequisite_grid() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
 #else
 #error "portability.hpp: compile with clang -x hip (AMD) or nvcc -x cu (NVIDIA)"
 #endif

@@ -464,7 +464,6 @@ struct TiledAttention {
 template <typename T, ac_tiled_shape S, bool kPaged>
 AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_DYNAMIC_SHARED(smem);
-  ac_allow_dependent_launch();
   using A = TiledAttention<T, S, kPaged>;
   const int32_t b = ac_block_z() / p.num_splits, split = ac_block_z() % p.num_splits;
   if (b >= p.batch) return;

@@ -24,7 +24,6 @@ EXPORT void fake_cuda_set_capturing(int on) { capturing = on; }
 EXPORT void fake_cuda_reset(void) { launch_count = allocations = pool_allocations = frees = 0; }
 
 EXPORT int cuInit(unsigned flags) { (void)flags; return 0; }
-EXPORT int cuDriverGetVersion(int* v) { *v = 13000; return 0; }
 EXPORT int cuDeviceGetCount(int* n) { *n = 2; return 0; }
 EXPORT int cuDeviceGet(int* dev, int ordinal) {
   if (ordinal < 0 || ordinal > 1) return 101; /* CUDA_ERROR_INVALID_DEVICE */
@@ -66,24 +65,6 @@ EXPORT int cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsig
   (void)shmem, (void)stream, (void)params, (void)extra;
   fake_record_launch(launches, &launch_count, 256, fn, gx, gy, gz, bx, by, bz, current_device);
   return 0;
-}
-/* CUlaunchConfig and CUlaunchAttribute as CUDA 12 lays them out. */
-typedef struct {
-  int id, pad, value[16];
-} fake_launch_attribute;
-typedef struct {
-  unsigned grid[3], block[3], shared_bytes;
-  void* stream;
-  fake_launch_attribute* attributes;
-  unsigned attribute_count;
-} fake_launch_config;
-EXPORT int cuLaunchKernelEx(const void* config, void* fn, void** params, void** extra) {
-  const fake_launch_config* c = (const fake_launch_config*)config;
-  int rc = cuLaunchKernel(fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
-                          c->shared_bytes, c->stream, params, extra);
-  for (unsigned i = 0; i < c->attribute_count; ++i)
-    if (c->attributes[i].id == 6 && c->attributes[i].value[0] == 1) launches[launch_count - 1].programmatic = 1;
-  return rc;
 }
 EXPORT int cuMemAllocAsync(unsigned long long* ptr, size_t bytes, void* stream) {
   (void)stream;
