@@ -3,8 +3,9 @@
 # against the CPU reference; prefill again on the mma.sync kernels where warpgroup ones exist),
 # compute-sanitizer memcheck and racecheck, and timings. Logs and JSON go to $OUT (default
 # ./gpu-results). Skips, saying why, where there is no GPU.
-#   BENCH=quick|full|0: which timings (BENCH_ONLY=REGEX: those cases alone); BENCH_AB=REGEX: those cases again on the mma.sync kernels
-#   (AITER_COMPAT_NO_WGMMA=1), same run; SANITIZERS="memcheck racecheck" by default.
+#   BENCH=quick|full|0: which timings (BENCH_ONLY=REGEX: those cases alone); BENCH_AB=REGEX: those
+#   cases again, same run, under BENCH_AB_ENV (default AITER_COMPAT_NO_WGMMA=1: the mma.sync
+#   kernels); SANITIZERS="memcheck racecheck" by default; TESTS=0 skips the test runs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-results}
@@ -34,13 +35,16 @@ if command -v cuobjdump >/dev/null; then
 fi
 ./build-gpu/aiter-compat probe | tee "$OUT/probe.txt"
 export AITER_COMPAT_PYTHONPATH=$PWD/build-gpu/python PYTHONPATH=$PWD/build-gpu/python AITER_COMPAT_LOG_LEVEL=warn
-AITER_COMPAT_GPU_SUMMARY=$OUT/gpu_summary.json timeout 300 "$PY" -m pytest -q -rs tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
-tests_rc=${PIPESTATUS[0]}
-if grep -q "ac_tiled_wgmma" "$OUT/sass_summary.txt" 2>/dev/null; then
-  echo "prefill cases again on the mma.sync rows kernels (AITER_COMPAT_NO_WGMMA=1):"
-  AITER_COMPAT_NO_WGMMA=1 timeout 200 "$PY" -m pytest -q -rs tests/gpu -k "varlen or extend or underestimated or flash_attn_func" \
-    2>&1 | tee "$OUT/gpu_tests_mma_sync.log" | tail -5
-  [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
+tests_rc=0
+if [ "${TESTS:-1}" != 0 ]; then
+  AITER_COMPAT_GPU_SUMMARY=$OUT/gpu_summary.json timeout 300 "$PY" -m pytest -q -rs tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
+  tests_rc=${PIPESTATUS[0]}
+  if grep -q "ac_tiled_wgmma" "$OUT/sass_summary.txt" 2>/dev/null; then
+    echo "prefill cases again on the mma.sync rows kernels (AITER_COMPAT_NO_WGMMA=1):"
+    AITER_COMPAT_NO_WGMMA=1 timeout 200 "$PY" -m pytest -q -rs tests/gpu -k "varlen or extend or underestimated or flash_attn_func" \
+      2>&1 | tee "$OUT/gpu_tests_mma_sync.log" | tail -5
+    [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
+  fi
 fi
 san_rc=0
 for tool in ${SANITIZERS:-memcheck racecheck}; do
@@ -54,9 +58,10 @@ case "${BENCH:-quick}" in
   full) timeout 400 "$PY" bench/gpu_attention.py ${BENCH_ONLY:+--only "$BENCH_ONLY"} --json "$OUT/bench_full.json" 2>&1 | tee "$OUT/bench.log" ;;
 esac
 if [ -n "${BENCH_AB:-}" ]; then
-  echo "the same cases on the mma.sync kernels:"
-  AITER_COMPAT_NO_WGMMA=1 timeout 200 "$PY" bench/gpu_attention.py --only "$BENCH_AB" --json "$OUT/bench_mma_sync.json" 2>&1 |
-    tee "$OUT/bench_mma_sync.log"
+  ab_env=${BENCH_AB_ENV:-AITER_COMPAT_NO_WGMMA=1}
+  echo "the same cases with $ab_env:"
+  env "$ab_env" timeout 200 "$PY" bench/gpu_attention.py --only "$BENCH_AB" --json "$OUT/bench_ab.json" 2>&1 |
+    tee "$OUT/bench_ab.log"
 fi
 echo "gpu tests rc=$tests_rc sanitizers rc=$san_rc"
 exit $(( tests_rc != 0 || san_rc != 0 ))
