@@ -26,19 +26,21 @@ L2_BYTES = 60e6
 MATMUL_FLOPS = 0.0  # set in main from matmul_rate()
 
 
+def event_time(fn):
+    """Seconds of one call between two device events on the current stream."""
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    fn()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) * 1e-3
+
+
 def timed(fn, reps=30, warmup=5):
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3)
-    return statistics.median(times)
+    return statistics.median(event_time(fn) for _ in range(reps))
 
 
 def timed_pair(fn_a, fn_b, reps=30, warmup=5, run=10):
@@ -52,13 +54,7 @@ def timed_pair(fn_a, fn_b, reps=30, warmup=5, run=10):
     times = ([], [])
     for _ in range(max(1, reps // run)):
         for fn, ts in zip((fn_a, fn_b), times):
-            for _ in range(run):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                fn()
-                b.record()
-                b.synchronize()
-                ts.append(a.elapsed_time(b) * 1e-3)
+            ts.extend(event_time(fn) for _ in range(run))
     return statistics.median(times[0]), statistics.median(times[1])
 
 

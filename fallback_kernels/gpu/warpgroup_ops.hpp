@@ -43,76 +43,35 @@ AC_DEVICE void ac_pin(float (&d)[N][4]) {
 }
 
 // Inline assembly names every accumulator register, so the operand lists are spelled out:
-// SS (A and B descriptors, scale_d 0 overwrites d) and RS (A in registers, the mma.sync A
-// fragment layout; B transposed, i.e. stored N-contiguous).
-#define AC_WG_SS_64(ptx) \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32." ptx "." ptx " " \
-               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), \
-      "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), \
-      "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-      "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), \
-      "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), \
-      "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-      "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
-      "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]) \
-      : "l"(a), "l"(b), "r"(scale_d))
-#define AC_WG_RS_64(ptx) \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32." ptx "." ptx " " \
-               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), \
-      "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), \
-      "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-      "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), \
-      "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), \
-      "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-      "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
-      "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]) \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
-#define AC_WG_SS_128(ptx) \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." ptx "." ptx " " \
-               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), \
-      "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), \
-      "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-      "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), \
-      "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), \
-      "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-      "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
-      "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), \
-      "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), \
-      "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), \
-      "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), \
-      "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), \
-      "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), \
-      "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), \
-      "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), \
-      "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]) \
-      : "l"(a), "l"(b), "r"(scale_d))
-#define AC_WG_RS_128(ptx) \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n" \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." ptx "." ptx " " \
-               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n" \
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), \
-      "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), \
-      "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-      "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), \
-      "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), \
-      "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-      "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
-      "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), \
-      "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), \
-      "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), \
-      "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), \
-      "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), \
-      "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), \
-      "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), \
-      "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), \
-      "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]) \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+// d[N/8][4] as %0.. (64 wide: 32 registers, 128 wide: 64).
+#define AC_WG_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
+                  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define AC_WG_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
+                   "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "  \
+                   "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "  \
+                   "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define AC_WG_ACC4(j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define AC_WG_ACC64 \
+  AC_WG_ACC4(0), AC_WG_ACC4(1), AC_WG_ACC4(2), AC_WG_ACC4(3), AC_WG_ACC4(4), AC_WG_ACC4(5), AC_WG_ACC4(6), AC_WG_ACC4(7)
+#define AC_WG_ACC128                                                                                    \
+  AC_WG_ACC64, AC_WG_ACC4(8), AC_WG_ACC4(9), AC_WG_ACC4(10), AC_WG_ACC4(11), AC_WG_ACC4(12), AC_WG_ACC4(13), \
+      AC_WG_ACC4(14), AC_WG_ACC4(15)
+// SS (A and B descriptors, then scale_d: a predicate, 0 overwrites d; no transposes). `ops`
+// names the descriptor operands, `pred` the scale_d one (they follow the accumulators).
+#define AC_WG_SS(n, regs, ops, pred, ptx, acc)                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " pred ", 0;\n"                                 \
+               "wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." ptx "." ptx " " regs ", " ops     \
+               ", p, 1, 1, 0, 0;\n}\n"                                                            \
+               : acc                                                                              \
+               : "l"(a), "l"(b), "r"(scale_d))
+// RS (A in four registers, the mma.sync A fragment layout; the B descriptor; scale_d 1; B
+// transposed, i.e. stored N-contiguous).
+#define AC_WG_RS(n, regs, ops, pred, ptx, acc)                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " pred ", 0;\n"                                 \
+               "wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." ptx "." ptx " " regs ", " ops     \
+               ", p, 1, 1, 1;\n}\n"                                                               \
+               : acc                                                                              \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
 
 template <typename T> struct WarpgroupOps;
 #define AC_WARPGROUP_OPS(Tag, ptx)                                                                  \
@@ -120,21 +79,26 @@ template <typename T> struct WarpgroupOps;
     template <int N>                                                                                \
     AC_DEVICE void mma_ss(float (&d)[N / 8][4], uint64_t a, uint64_t b, int scale_d) {               \
       static_assert(N == 64 || N == 128, "wgmma width");                                            \
-      if constexpr (N == 64) AC_WG_SS_64(ptx); else AC_WG_SS_128(ptx);                               \
+      if constexpr (N == 64) AC_WG_SS(64, AC_WG_D64, "%32, %33", "%34", ptx, AC_WG_ACC64);                 \
+      else AC_WG_SS(128, AC_WG_D128, "%64, %65", "%66", ptx, AC_WG_ACC128);                              \
     }                                                                                               \
     template <int N>                                                                                \
     AC_DEVICE void mma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b) {                \
       static_assert(N == 64 || N == 128, "wgmma width");                                            \
-      if constexpr (N == 64) AC_WG_RS_64(ptx); else AC_WG_RS_128(ptx);                               \
+      if constexpr (N == 64) AC_WG_RS(64, AC_WG_D64, "{%32, %33, %34, %35}, %36", "%37", ptx, AC_WG_ACC64); \
+      else AC_WG_RS(128, AC_WG_D128, "{%64, %65, %66, %67}, %68", "%69", ptx, AC_WG_ACC128);              \
     }                                                                                               \
   };
 AC_WARPGROUP_OPS(BF16, "bf16")
 AC_WARPGROUP_OPS(F16, "f16")
 #undef AC_WARPGROUP_OPS
-#undef AC_WG_SS_64
-#undef AC_WG_RS_64
-#undef AC_WG_SS_128
-#undef AC_WG_RS_128
+#undef AC_WG_SS
+#undef AC_WG_RS
+#undef AC_WG_ACC4
+#undef AC_WG_ACC64
+#undef AC_WG_ACC128
+#undef AC_WG_D64
+#undef AC_WG_D128
 
 #else
 #define AC_HAS_WARPGROUP_MMA 0
