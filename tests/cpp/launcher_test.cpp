@@ -5,6 +5,9 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "aiter_compat/probe/gpu_probe.hpp"
 #include "gpu_test_support.hpp"
 #include "host_tensor.hpp"
@@ -133,6 +136,23 @@ TEST(Launcher, DecodeKernelAndSplits) {
   gpu::paged_attention(wide.args, nullptr);
   EXPECT_STREQ(fake.launch(0)->name, "ac_attention_f32");
   EXPECT_EQ(fake.launch(0)->block[0], 128u);
+}
+
+// Runs twice: as discovered (the warpgroup kernels) and as its own ctest entry with
+// AITER_COMPAT_NO_WGMMA=1 (the mma.sync "rows" kernels, 128 threads).
+TEST(Launcher, PrefillKernelFollowsNoWgmma) {
+  if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
+  const char* env = std::getenv("AITER_COMPAT_NO_WGMMA");
+  const bool mma_sync = env && *env && std::string(env) != "0";
+  Fake fake;
+  fake.reset();
+  DecodeCase extend(4, 4096, DType::f16);
+  extend.args.one_query_per_sequence = false;
+  extend.args.max_seqlen_q = 300;
+  gpu::paged_attention(extend.args, nullptr);
+  EXPECT_STREQ(fake.launch(0)->name, mma_sync ? "ac_tiled_rows_paged_f16_d64" : "ac_tiled_wgmma_paged_f16_d64");
+  EXPECT_EQ(fake.launch(0)->block[0], mma_sync ? 128u : 256u);
+  EXPECT_EQ(fake.launch(0)->grid[0], 19u);  // 128-row tiles either way
 }
 
 TEST(Launcher, OneModulePerDeviceAndNoneForAnotherArch) {
