@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One call of each tuned case, for a profiler (ncu --kernel-name regex:ac_tiled ...):
-decode 64 x 4k (paged, block 16, GPT-OSS heads, sinks), full and window 128 (and window 128 at
-batch 1), and causal prefill 4 x 4k at head dim 64
+decode 64 x 4k (paged, block 16, GPT-OSS heads, sinks), full and window 128 (with and without
+sinks; and window 128 at batch 1), and causal prefill 4 x 4k at head dim 64
 and 128. Warm-up calls first so that the profiled launches are not the first."""
 import torch
 
@@ -18,8 +18,9 @@ q = torch.randn(batch, hq, d, dtype=torch.bfloat16, device=dev)
 sinks = torch.randn(hq, device=dev)
 for _ in range(3):
     aiter_compat.paged_attention_decode(q, kc, vc, table, used, window_size=(-1, -1), sinks=sinks)
-for _ in range(3):  # window 128: batch 64, then batch 1
-    aiter_compat.paged_attention_decode(q, kc, vc, table, used, window_size=(127, 0), sinks=sinks)
+for s in (sinks, None):  # window 128 at batch 64, with sinks and without (their cost is under study)
+    for _ in range(3):
+        aiter_compat.paged_attention_decode(q, kc, vc, table, used, window_size=(127, 0), sinks=s)
 for _ in range(3):
     aiter_compat.paged_attention_decode(q[:1], kc, vc, table[:1], used[:1], window_size=(127, 0), sinks=sinks)
 for dim in (64, 128):
