@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """GPU timings of the fallback kernels beside, in the same run, the measured ceilings (copy
-bandwidth, bf16 matmul rate) and torch's SDPA backends (cuDNN, flash) on the same shapes without sinks (SDPA has no sinks and no
-paged cache: its cache is contiguous). Calls are captured as CUDA graphs (one per KV copy) and
-the replays timed with device events after warm-up, medians; the KV copies together exceed the
-L2. Sinks on and off are timed in turn on the same inputs, best of three each for decode and
-in alternating runs for prefill (their difference is a few percent at most, about what a 10 us
-call drifts between two measurements). The host cost of a
-call is timed separately (eager, per call). Prefill (causal, window 128,
-head dim 64 and 128, GPT-OSS heads) is timed eagerly; causal FLOPs count only the pairs computed.
-Ratios are peer time / our time (above 1: we are faster). Prints a table, writes JSON.
+bandwidth, bf16 matmul rate) and torch's SDPA backends (cuDNN, flash) on the same shapes without
+sinks (SDPA has no sinks and no paged cache: its cache is contiguous). Decode calls are captured
+as CUDA graphs (one per KV copy) and the replays timed with device events after warm-up,
+medians; the KV copies together exceed the L2. Sinks on and off are timed in turn on the same
+inputs, best of three each for decode and in alternating runs for prefill (their difference is a
+few percent at most, about what a 10 us call drifts between two measurements). The host cost of
+a call is timed separately (eager, per call). Prefill (causal, window 128, head dim 64 and 128,
+GPT-OSS heads) is timed eagerly; causal FLOPs count only the pairs computed. Ratios are peer
+time / our time (above 1: we are faster). Prints a table, writes JSON.
 
     bench/gpu_attention.py [--json OUT] [--quick] [--only REGEX]
 """
@@ -23,7 +23,6 @@ import torch.nn.functional as F
 import aiter_compat
 
 L2_BYTES = 60e6
-MATMUL_FLOPS = 0.0  # set in main from matmul_rate()
 
 
 def event_time(fn):
@@ -100,7 +99,7 @@ def copy_bandwidth():
 
 
 def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64):
-    """Graph-replay times with sinks and without (alternating), bytes moved, eager time of a call."""
+    """Graph-replay times with sinks and without, bytes moved, eager time of a call."""
     blocks_per = (ctx + block - 1) // block
     kv_bytes = 2 * batch * ctx * hk * d * 2
     copies = max(1, int(3 * L2_BYTES // kv_bytes) + 1)
@@ -198,18 +197,18 @@ def main():
     from torch.nn.attention import SDPBackend
     peers = (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION))
     bw = copy_bandwidth()
-    global MATMUL_FLOPS
-    MATMUL_FLOPS = matmul_rate()
+    matmul = matmul_rate()
     rows = []
     shapes = [(1, 32768), (4, 32768), (64, 4096), (128, 4096)] if args.quick else \
         [(b, c) for b in (1, 4, 16, 64, 128) for c in (4096, 32768)]
     decode_case(*shapes[0], (-1, -1))  # warm-up: clocks, the memory pool, module loading
     for batch, ctx in shapes:
         for window in ((-1, -1), (127, 0)):
-            if not wanted(f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}"):
+            name = f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}"
+            if not wanted(name):
                 continue
             t, t_off, moved, host = decode_case(batch, ctx, window)
-            row = {"case": f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}",
+            row = {"case": name,
                    "us": t * 1e6, "TB/s": moved / t / 1e12, "pct_ceiling": 100 * moved / t / bw,
                    "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * (t / t_off - 1), "eager_call_us": host * 1e6}
             if window[0] < 0:
@@ -221,11 +220,12 @@ def main():
     for d in (64, 128):
         for batch, seqlen in prefill:
             for window in ((-1, -1), (127, 0)):
-                if not wanted(f"prefill d{d} {batch}x{seqlen // 1024}k {'win128' if window[0] >= 0 else 'causal'}"):
+                name = f"prefill d{d} {batch}x{seqlen // 1024}k {'win128' if window[0] >= 0 else 'causal'}"
+                if not wanted(name):
                     continue
                 t, t_off, flops = prefill_case(batch, seqlen, d, window)
-                row = {"case": f"prefill d{d} {batch}x{seqlen // 1024}k {'win128' if window[0] >= 0 else 'causal'}",
-                       "us": t * 1e6, "TFLOP/s": flops / t / 1e12, "pct_ceiling": 100 * flops / t / MATMUL_FLOPS,
+                row = {"case": name,
+                       "us": t * 1e6, "TFLOP/s": flops / t / 1e12, "pct_ceiling": 100 * flops / t / matmul,
                        "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * (t / t_off - 1)}
                 if window[0] < 0:
                     for name, be in peers:
@@ -233,7 +233,7 @@ def main():
                         row[f"{name}/ours"] = ratio(row[f"{name}_us"], row["us"])
                 rows.append(row)
     print(f"copy bandwidth (read + write): {bw / 1e12:.2f} TB/s; bf16 dense matmul: "
-          f"{MATMUL_FLOPS / 1e12:.0f} TFLOP/s (the two ceilings)")
+          f"{matmul / 1e12:.0f} TFLOP/s (the two ceilings)")
     print(f"{'case':28s} {'us':>9s} {'rate':>7s} {'%ceil':>6s} {'no-sink us':>10s} {'sink %':>6s} {'eager us':>9s} "
           f"{'cudnn us':>9s} {'cudnn/us':>8s} {'flash us':>9s} {'flash/us':>8s}")
     nan = float("nan")
@@ -244,7 +244,7 @@ def main():
               f"{r.get('cudnn/ours', nan):8.2f} {r.get('flash_us', nan):9.1f} {r.get('flash/ours', nan):8.2f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"copy_bandwidth_TBps": bw / 1e12, "matmul_TFLOPs": MATMUL_FLOPS / 1e12,
+            json.dump({"copy_bandwidth_TBps": bw / 1e12, "matmul_TFLOPs": matmul / 1e12,
                        "device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
 
 

@@ -196,6 +196,7 @@ LoadedModule& module_for(DeviceKind kind, int device) {
     auto it = functions.find(name);
     return it == functions.end() ? nullptr : it->second;
   };
+  const bool wgmma = !wgmma_disabled();
   for (int t = 0; t < 3; ++t) {
     m.attention[t] = find(std::string("ac_attention_") + kTypes[t]);
     m.merge[t] = find(std::string("ac_merge_") + kTypes[t]);
@@ -205,7 +206,7 @@ LoadedModule& module_for(DeviceKind kind, int device) {
       m.decode[t][d] = find(std::string("ac_decode_") + kTypes[t] + "_d" + std::to_string(dim));
       for (TiledShape shape : {TiledShape::rows, TiledShape::keys, TiledShape::wgmma})
         for (int paged = 0; paged < 2; ++paged) {
-          if (shape == TiledShape::wgmma && wgmma_disabled()) continue;
+          if (shape == TiledShape::wgmma && !wgmma) continue;
           void* fn = find(tiled_kernel_name(shape, paged, kTypes[t], dim));
           if (!fn) continue;
           // More dynamic shared memory than the default 48 KB.
@@ -332,7 +333,7 @@ void run(ac_attention_params p, DType dtype, DeviceKind kind, int device, void* 
       if (!m.scratch_pool_tried) m.scratch_pool = make_scratch_pool(m.device), m.scratch_pool_tried = true;
       pool = m.scratch_pool;
     }
-    if (pool && capturing == 0)
+    if (pool)
       check(kind, cuda().cuMemAllocFromPoolAsync(&ptr, out_bytes + ml_bytes, pool, stream), "cuMemAllocFromPoolAsync");
     else
       check(kind, cuda().cuMemAllocAsync(&ptr, out_bytes + ml_bytes, stream), "cuMemAllocAsync");

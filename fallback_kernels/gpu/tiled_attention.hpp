@@ -133,14 +133,22 @@ struct TiledAttention {
     return bad_page;
   }
 
+  // Softmaxed scores of 16 keys (fragments 2kk, 2kk + 1) as the A operand of O += P V: the
+  // score fragments already have the A operand's layout.
+  AC_DEVICE void pack_probabilities(const float (&s)[kKeyTiles][4], int kk, uint32_t (&a)[4]) {
+    MatrixOps<T> mm;
+    a[0] = mm.pack(s[2 * kk][0], s[2 * kk][1]);
+    a[1] = mm.pack(s[2 * kk][2], s[2 * kk][3]);
+    a[2] = mm.pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    a[3] = mm.pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+
 #if AC_HAS_WARPGROUP_MMA
   // Scores of warpgroup `wg`'s 64 rows against the key tile in ring slot `stage`, waited for.
   AC_MEMBER void warpgroup_scores(float (&sc)[kKeyTiles][4], int wg, int stage) {
     constexpr uint32_t kQPanel = kBlockM * 128, kKPanel = S.block_n * 128;
-    uint32_t q_base = ac_smem_addr(q_s) + wg * 64 * 128;
+    const uint32_t q_base = ac_smem_addr(q_s) + wg * 64 * 128;
     const uint32_t k_base = ac_smem_addr(k_s) + stage * S.block_n * D * 2;
-    // The descriptors are cheap to rebuild; kept across the key loop they would hold registers.
-    asm volatile("" : "+r"(q_base));
     ac_pin(sc);
     ac_wg_fence();
 #pragma unroll
@@ -155,16 +163,10 @@ struct TiledAttention {
   }
   // o += P V for the key tile in ring slot `stage` (P: the softmaxed scores), waited for.
   AC_MEMBER void warpgroup_accumulate(float (&o)[kChunks][4], const float (&pr)[kKeyTiles][4], int stage) {
-    MatrixOps<T> mm;
     const uint32_t v_base = ac_smem_addr(v_s) + stage * S.block_n * D * 2;
     uint32_t pa[S.block_n / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < S.block_n / 16; ++kk) {
-      pa[kk][0] = mm.pack(pr[2 * kk][0], pr[2 * kk][1]);
-      pa[kk][1] = mm.pack(pr[2 * kk][2], pr[2 * kk][3]);
-      pa[kk][2] = mm.pack(pr[2 * kk + 1][0], pr[2 * kk + 1][1]);
-      pa[kk][3] = mm.pack(pr[2 * kk + 1][2], pr[2 * kk + 1][3]);
-    }
+    for (int kk = 0; kk < S.block_n / 16; ++kk) pack_probabilities(pr, kk, pa[kk]);
     ac_pin(o);
     ac_wg_fence();
 #pragma unroll
@@ -174,9 +176,6 @@ struct TiledAttention {
     ac_wg_wait<0>();
     ac_pin(o);
   }
-#else
-  AC_MEMBER void warpgroup_scores(float (&)[kKeyTiles][4], int, int) {}
-  AC_MEMBER void warpgroup_accumulate(float (&)[kChunks][4], const float (&)[kKeyTiles][4], int) {}
 #endif
 
   AC_MEMBER void run(int32_t m_tile, int32_t split) {
@@ -369,12 +368,7 @@ struct TiledAttention {
       for (int kk = 0; kk < kWarpKeys / 16; ++kk) {
         uint32_t pa[S.m_tiles][4];
 #pragma unroll
-        for (int mt = 0; mt < S.m_tiles; ++mt) {
-          pa[mt][0] = mm.pack(sc[mt][2 * kk][0], sc[mt][2 * kk][1]);
-          pa[mt][1] = mm.pack(sc[mt][2 * kk][2], sc[mt][2 * kk][3]);
-          pa[mt][2] = mm.pack(sc[mt][2 * kk + 1][0], sc[mt][2 * kk + 1][1]);
-          pa[mt][3] = mm.pack(sc[mt][2 * kk + 1][2], sc[mt][2 * kk + 1][3]);
-        }
+        for (int mt = 0; mt < S.m_tiles; ++mt) pack_probabilities(sc[mt], kk, pa[mt]);
 #pragma unroll
         for (int dt = 0; dt < kChunks; dt += 2) {
           uint32_t b[4];

@@ -32,6 +32,7 @@ struct Fake {
   int allocations() { return fn<int (*)()>("fake_cuda_allocations")(); }
   int pool_allocations() { return fn<int (*)()>("fake_cuda_pool_allocations")(); }
   int pools() { return fn<int (*)()>("fake_cuda_pools")(); }
+  bool pool_keeps_memory() { return fn<int (*)()>("fake_cuda_pool_keeps_memory")() != 0; }
   void set_capturing(int on) { fn<void (*)(int)>("fake_cuda_set_capturing")(on); }
   int frees() { return fn<int (*)()>("fake_cuda_frees")(); }
   void reset() { fn<void (*)()>("fake_cuda_reset")(); }
@@ -103,7 +104,8 @@ TEST(Launcher, DecodeKernelAndSplits) {
   EXPECT_EQ(fake.pool_allocations(), 1);
   EXPECT_EQ(fake.allocations(), 0);
   EXPECT_EQ(fake.frees(), 1);
-  EXPECT_EQ(fake.pools(), 11);  // one pool for device 0, its threshold set
+  EXPECT_EQ(fake.pools(), 1);  // one pool for device 0
+  EXPECT_TRUE(fake.pool_keeps_memory());  // release threshold at its maximum
 
   fake.reset();
   fake.set_capturing(1);  // under graph capture: the default pool (a graph allocation node)

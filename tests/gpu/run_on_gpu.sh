@@ -28,10 +28,9 @@ set +e
 # The machine code: matrix instructions per tiled kernel and any local-memory (spill) traffic.
 if command -v cuobjdump >/dev/null; then
   for co in build-gpu/kernels/attention_sm_*.co; do
-    cuobjdump -sass "$co" | awk '/Function :/{f=$3; seen[f]=1} /HGMMA/{g[f]++} /HMMA/{h[f]++} /LDL|STL/{l[f]++}
-      END{for (k in seen) if (k ~ /tiled/) printf "sass %s: HGMMA %d HMMA %d local %d\n", k, g[k], h[k], l[k]}' | sort |
-      tee "$OUT/sass_summary.txt"
-  done
+    cuobjdump -sass "$co" | awk -v co="${co##*/}" '/Function :/{f=$3; seen[f]=1} /HGMMA/{g[f]++} /HMMA/{h[f]++}
+      /LDL|STL/{l[f]++} END{for (k in seen) if (k ~ /tiled/) printf "sass %s %s: HGMMA %d HMMA %d local %d\n", co, k, g[k], h[k], l[k]}' | sort
+  done | tee "$OUT/sass_summary.txt"
 fi
 ./build-gpu/aiter-compat probe | tee "$OUT/probe.txt"
 export AITER_COMPAT_PYTHONPATH=$PWD/build-gpu/python PYTHONPATH=$PWD/build-gpu/python AITER_COMPAT_LOG_LEVEL=warn

@@ -19,7 +19,8 @@ EXPORT int fake_cuda_module_loads(int device) { return module_loads[device]; }
 EXPORT int fake_cuda_allocations(void) { return allocations; }
 EXPORT int fake_cuda_frees(void) { return frees; }
 EXPORT int fake_cuda_pool_allocations(void) { return pool_allocations; }
-EXPORT int fake_cuda_pools(void) { return pools_made * 10 + pool_threshold_set; }
+EXPORT int fake_cuda_pools(void) { return pools_made; }
+EXPORT int fake_cuda_pool_keeps_memory(void) { return pool_threshold_set; }
 EXPORT void fake_cuda_set_capturing(int on) { capturing = on; }
 EXPORT void fake_cuda_reset(void) { launch_count = allocations = pool_allocations = frees = 0; }
 
