@@ -40,6 +40,8 @@ struct TiledAttention {
   static_assert(kWarpKeys % 16 == 0 && D % 16 == 0 && S.block_n * kSlots % kThreads == 0, "tile shape");
   // "keys" shapes keep their 16 query rows in registers (16 or 32 of them) for the whole loop.
   static constexpr bool kQInRegisters = S.warps_n > 1 && S.m_tiles == 1;
+  // and issue their sinks' loads first (run), one row per thread.
+  static constexpr bool kEarlySinks = kQInRegisters && kBlockM <= kThreads;
   static constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
   static constexpr bool kWarpgroup = S.warpgroup != 0;
@@ -178,6 +180,12 @@ struct TiledAttention {
   }
 #endif
 
+  // Row r's sink in log2 units; -inf past the last row or without sinks.
+  AC_MEMBER float row_sink(int r) const {
+    const int32_t flat = row0 + r;
+    return p.sinks && flat < rows_total ? p.sinks[kh * group + flat % group] * kLog2e : -AC_INFINITY;
+  }
+
   AC_MEMBER void run(int32_t m_tile, int32_t split) {
     MatrixOps<T> mm;
     const int tid = ac_thread_x(), lane = tid % 32, warp = tid / 32;
@@ -185,6 +193,11 @@ struct TiledAttention {
     const int g4 = lane / 4, t4 = lane % 4;
     row0 = m_tile * kBlockM;
     const int32_t last_row = (row0 + kBlockM < rows_total ? row0 + kBlockM : rows_total) - 1;
+    // Decode blocks issue their rows' sinks before any tile copy: read after the prologue, the
+    // reply queued behind the first tiles' data of the four resident blocks of an SM (window
+    // decode) and held up the first barrier. Rows blocks read them after the prologue: one more
+    // register live across it spills at head dim 128.
+    const float early_sink = kEarlySinks && p.num_splits == 1 && tid < kBlockM ? row_sink(tid) : 0.f;
     const int32_t t_first = row0 / group, t_last = last_row / group;
 
     // Keys the block's rows need, cut into splits of whole tiles.
@@ -226,13 +239,10 @@ struct TiledAttention {
         ac_copy_commit();  // empty groups keep the count uniform
       }
     }
-    // Each row's sink, read while the first tiles are in flight; the epilogue (past at least
-    // one barrier) reads it from shared memory instead of waiting on memory at the end.
+    // The epilogue (past at least one barrier) reads the sinks from shared memory instead of
+    // waiting on memory at the end.
     if (p.num_splits == 1)
-      for (int r = tid; r < kBlockM; r += kThreads) {
-        const int32_t flat = row0 + r;
-        sink_s[r] = p.sinks && flat < rows_total ? p.sinks[kh * group + flat % group] * kLog2e : -AC_INFINITY;
-      }
+      for (int r = tid; r < kBlockM; r += kThreads) sink_s[r] = kEarlySinks ? early_sink : row_sink(r);
     uint32_t a_q[kQInRegisters ? D / 16 : 1][4];  // Q fragments, when kept in registers
 
     float o[S.m_tiles][kChunks][4], m_run[S.m_tiles][2], l_run[S.m_tiles][2];

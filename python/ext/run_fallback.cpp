@@ -54,24 +54,13 @@ void without_gil(F&& f) {
   Py_END_ALLOW_THREADS
 }
 
-// The launch stream: the framework's current stream on the tensor's device (torch, cupy).
-void* stream_for(PyObject* like) {
-  static PyObject* helper = nullptr;
-  if (!helper) {
-    Ref module(check(PyImport_ImportModule("aiter_compat._outputs")));
-    helper = check(PyObject_GetAttrString(module.get(), "current_stream")).release();
-  }
-  Ref s(check(PyObject_CallFunctionObjArgs(helper, like, nullptr)));
-  return PyLong_AsVoidPtr(s.get());
-}
-
 // Runs on the route's kernels: the GPU ones with the GIL released (they only enqueue).
 template <typename Args>
 void execute(const Route& route, Args& a, PyObject* like, void (*cpu_kernel)(const Args&),
              void (*gpu_kernel)(const Args&, void*), void (*check_args)(const Args&, bool)) {
   if (route.kind == RouteKind::fallback_gpu) {
     check_args(a, false);  // contents live on the GPU; the kernels clamp every index
-    void* stream = stream_for(like);
+    void* stream = current_stream(like);  // the framework's current stream
     std::string error;
     Py_BEGIN_ALLOW_THREADS
     try {

@@ -106,15 +106,59 @@ TensorView ImportedTensors::add(const char* name, PyObject* obj) {
   return view;
 }
 
+// torch's allocations and stream are reached through its C methods, as are its tensors' fields:
+// the Python helpers (torch.empty with a device object, torch.cuda.current_stream) cost a few
+// microseconds per call of an eager decode whose kernel takes ten.
 Ref empty_like(PyObject* like, const std::vector<int64_t>& shape, bool float32) {
+  Ref dims(check(PyTuple_New(static_cast<Py_ssize_t>(shape.size()))));
+  for (size_t i = 0; i < shape.size(); ++i) PyTuple_SET_ITEM(dims.get(), i, PyLong_FromLongLong(shape[i]));
+  if (is_torch_tensor(like)) {
+    // Tensor.new_empty: like's device (and dtype unless float32 is asked for).
+    static PyObject* float32_type = nullptr;
+    if (!float32_type) {
+      PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed
+      float32_type = check(PyObject_GetAttrString(torch, "float32")).release();
+    }
+    Ref method(check(PyObject_GetAttrString(like, "new_empty")));
+    Ref args(check(PyTuple_Pack(1, dims.get())));
+    Ref kwargs(float32 ? check(Py_BuildValue("{s:O}", "dtype", float32_type)) : Ref());
+    return check(PyObject_Call(method.get(), args.get(), kwargs.get()));
+  }
   static PyObject* helper = nullptr;
   if (!helper) {
     Ref module(check(PyImport_ImportModule("aiter_compat._outputs")));
     helper = check(PyObject_GetAttrString(module.get(), "empty_like")).release();
   }
-  Ref dims(check(PyTuple_New(static_cast<Py_ssize_t>(shape.size()))));
-  for (size_t i = 0; i < shape.size(); ++i) PyTuple_SET_ITEM(dims.get(), i, PyLong_FromLongLong(shape[i]));
   return check(PyObject_CallFunctionObjArgs(helper, like, dims.get(), float32 ? Py_True : Py_False, nullptr));
+}
+
+void* current_stream(PyObject* like) {
+  if (is_torch_tensor(like)) {
+    // torch._C._cuda_getCurrentRawStream(device): the pointer torch.cuda.current_stream wraps.
+    static PyObject* raw_stream = nullptr;
+    static bool looked = false;
+    if (!looked) {
+      looked = true;
+      PyObject* torch_c = PyDict_GetItemString(PyImport_GetModuleDict(), "torch._C");  // borrowed
+      raw_stream = torch_c ? PyObject_GetAttrString(torch_c, "_cuda_getCurrentRawStream") : nullptr;
+      if (!raw_stream) PyErr_Clear();  // a CPU-only torch: the helper below answers
+    }
+    if (raw_stream) {
+      Ref device(check(PyObject_CallMethod(like, "get_device", nullptr)));
+      const long long index = PyLong_AsLongLong(device.get());
+      if (index == -1 && PyErr_Occurred()) throw PythonErrorSet{};
+      if (index < 0) return nullptr;  // a CPU tensor
+      Ref s(check(PyObject_CallFunctionObjArgs(raw_stream, device.get(), nullptr)));
+      return PyLong_AsVoidPtr(s.get());
+    }
+  }
+  static PyObject* helper = nullptr;
+  if (!helper) {
+    Ref module(check(PyImport_ImportModule("aiter_compat._outputs")));
+    helper = check(PyObject_GetAttrString(module.get(), "current_stream")).release();
+  }
+  Ref s(check(PyObject_CallFunctionObjArgs(helper, like, nullptr)));
+  return PyLong_AsVoidPtr(s.get());
 }
 
 }  // namespace aiter_compat::py
