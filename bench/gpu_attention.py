@@ -25,9 +25,17 @@ import aiter_compat
 L2_BYTES = 60e6
 
 
-def event_time(fn):
-    """Seconds of one call between two device events on the current stream."""
+SPIN_CYCLES = 200_000  # ~100 us at the H200's clock: longer than any call's host path
+
+
+def event_time(fn, queued=True):
+    """Seconds of one call between two device events on the current stream. queued: the events
+    and the call are enqueued behind a spin kernel, so the GPU starts them back to back and the
+    time is the device's alone; otherwise a call of 10 us also holds the time the GPU waited
+    for the host to launch it (a graph launch: 4-8 us, more on a slower host CPU)."""
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if queued:
+        torch.cuda._sleep(SPIN_CYCLES)
     a.record()
     fn()
     b.record()
@@ -35,11 +43,13 @@ def event_time(fn):
     return a.elapsed_time(b) * 1e-3
 
 
-def timed(fn, reps=30, warmup=5):
+def timed(fn, reps=30, warmup=5, queued=True):
+    """Median of `reps` calls after `warmup`; queued=False keeps the host's launch cost in (the
+    eager time of a call)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    return statistics.median(event_time(fn) for _ in range(reps))
+    return statistics.median(event_time(fn, queued) for _ in range(reps))
 
 
 def timed_pair(fn_a, fn_b, reps=30, warmup=5, run=10):
@@ -124,9 +134,12 @@ def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64):
     t, t_off = float("inf"), float("inf")
     for _ in range(3):
         t, t_off = min(t, timed(on)), min(t_off, timed(off))
-    host = timed(calls(s)[0], reps=20)  # eager: kernel plus the host path of one call
+    # The same replays, each launched onto an idle GPU (the measure before version 9): the
+    # device time plus the graph launch's latency, what one isolated graph per call costs.
+    t_idle = timed(on, queued=False)
+    host = timed(calls(s)[0], reps=20, queued=False)  # eager: kernel plus the host path of one call
     read = 2 * batch * min(ctx, window[0] + 1 if window[0] >= 0 else ctx) * hk * d * 2
-    return t, t_off, read + 2 * q.numel() * 2, host
+    return t, t_off, read + 2 * q.numel() * 2, host, t_idle
 
 
 def sdpa_decode(batch, ctx, backend, hq=64, hk=8, d=64):
@@ -207,10 +220,10 @@ def main():
             name = f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}"
             if not wanted(name):
                 continue
-            t, t_off, moved, host = decode_case(batch, ctx, window)
+            t, t_off, moved, host, t_idle = decode_case(batch, ctx, window)
             row = {"case": name,
                    "us": t * 1e6, "TB/s": moved / t / 1e12, "pct_ceiling": 100 * moved / t / bw,
-                   "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * (t / t_off - 1), "eager_call_us": host * 1e6}
+                   "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * (t / t_off - 1), "eager_call_us": host * 1e6, "idle_launch_us": t_idle * 1e6}
             if window[0] < 0:
                 for name, be in peers:
                     row[f"{name}_us"] = sdpa_decode(batch, ctx, be) * 1e6
@@ -234,13 +247,13 @@ def main():
                 rows.append(row)
     print(f"copy bandwidth (read + write): {bw / 1e12:.2f} TB/s; bf16 dense matmul: "
           f"{matmul / 1e12:.0f} TFLOP/s (the two ceilings)")
-    print(f"{'case':28s} {'us':>9s} {'rate':>7s} {'%ceil':>6s} {'no-sink us':>10s} {'sink %':>6s} {'eager us':>9s} "
+    print(f"{'case':28s} {'us':>9s} {'rate':>7s} {'%ceil':>6s} {'no-sink us':>10s} {'sink %':>6s} {'eager us':>9s} {'idle us':>8s} "
           f"{'cudnn us':>9s} {'cudnn/us':>8s} {'flash us':>9s} {'flash/us':>8s}")
     nan = float("nan")
     for r in rows:
         rate = r.get("TB/s", r.get("TFLOP/s"))
         print(f"{r['case']:28s} {r['us']:9.1f} {rate:7.2f} {r['pct_ceiling']:6.1f} {r['sinks_off_us']:10.1f} "
-              f"{r['sinks_cost_pct']:6.1f} {r.get('eager_call_us', nan):9.1f} {r.get('cudnn_us', nan):9.1f} "
+              f"{r['sinks_cost_pct']:6.1f} {r.get('eager_call_us', nan):9.1f} {r.get('idle_launch_us', nan):8.1f} {r.get('cudnn_us', nan):9.1f} "
               f"{r.get('cudnn/ours', nan):8.2f} {r.get('flash_us', nan):9.1f} {r.get('flash/ours', nan):8.2f}")
     if args.json:
         with open(args.json, "w") as f:

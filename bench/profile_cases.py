@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One call of each tuned case, for a profiler (ncu --kernel-name regex:ac_tiled ...):
 decode 64 x 4k (paged, block 16, GPT-OSS heads, sinks), full and window 128 (with and without
-sinks; and window 128 at batch 1), and causal prefill 4 x 4k at head dim 64
+sinks; and window 128 at batch 128 with and without, and at batch 1), and causal prefill 4 x 4k at head dim 64
 and 128. Warm-up calls first so that the profiled launches are not the first."""
 import torch
 
@@ -21,6 +21,10 @@ for _ in range(3):
 for s in (sinks, None):  # window 128 at batch 64, with sinks and without (their cost is under study)
     for _ in range(3):
         aiter_compat.paged_attention_decode(q, kc, vc, table, used, window_size=(127, 0), sinks=s)
+for s in (sinks, None):  # and at batch 128 (two waves of blocks)
+    q2, t2, u2 = q.repeat(2, 1, 1), torch.cat([table, table]), torch.cat([used, used])
+    for _ in range(3):
+        aiter_compat.paged_attention_decode(q2, kc, vc, t2, u2, window_size=(127, 0), sinks=s)
 for _ in range(3):
     aiter_compat.paged_attention_decode(q[:1], kc, vc, table[:1], used[:1], window_size=(127, 0), sinks=sinks)
 for dim in (64, 128):
