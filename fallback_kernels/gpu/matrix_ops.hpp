@@ -1,5 +1,5 @@
 // The per-arch layer of the tiled attention kernels: asynchronous global-to-shared copies,
-// shared-memory fragment loads and one warp-level matrix multiply-accumulate (16 x 8 x 16,
+// shared-memory fragment loads, a predicated early load, and one warp-level matrix multiply-accumulate (16 x 8 x 16,
 // fp32 accumulators). The tiled kernels use nothing else that is arch-specific.
 //
 // NVIDIA (sm_80 and later): cp.async, ldmatrix and mma.sync m16n8k16. Fragment layout (g =
@@ -7,7 +7,7 @@
 // (g, 2t+8..), a3 = (g+8, 2t+8..); B (16 x 8) b0 = (k 2t..2t+1, n g), b1 = (k 2t+8.., n g);
 // C (16 x 8) c0,c1 = (g, 2t..2t+1), c2,c3 = (g+8, 2t..2t+1).
 //
-// AMD: not written yet. The MFMA version of these five functions (64-lane waves, other fragment
+// AMD: not written yet. The MFMA version of these functions (64-lane waves, other fragment
 // layouts) needs an AMD GPU to be verified on; until then AC_HAS_MATRIX_OPS is 0 there and the
 // launcher keeps the generic and decode kernels on gfx*.
 #pragma once
@@ -30,6 +30,17 @@ AC_DEVICE void ac_copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int pending>
 AC_DEVICE void ac_copy_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
+}
+
+// *src where valid, else `otherwise`: one predicated load, no branch, issued where it stands
+// (volatile: not moved past the copies that follow). A plain conditional load becomes a branch
+// with the value's first use inside it, which stalls the warp until the load returns.
+AC_DEVICE float ac_load_now(const float* src, bool valid, float otherwise) {
+  float v = otherwise;
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p ld.global.f32 %0, [%1];\n}\n"
+               : "+f"(v)
+               : "l"(src), "r"(static_cast<int>(valid)));
+  return v;
 }
 
 // Block barrier that also returns whether `pred` held for any thread of the block.

@@ -180,10 +180,10 @@ struct TiledAttention {
   }
 #endif
 
-  // Row r's sink in log2 units; -inf past the last row or without sinks.
+  // Row r's sink (natural-log units, as given); -inf past the last row or without sinks.
   AC_MEMBER float row_sink(int r) const {
     const int32_t flat = row0 + r;
-    return p.sinks && flat < rows_total ? p.sinks[kh * group + flat % group] * kLog2e : -AC_INFINITY;
+    return p.sinks && flat < rows_total ? p.sinks[kh * group + flat % group] : -AC_INFINITY;
   }
 
   AC_MEMBER void run(int32_t m_tile, int32_t split) {
@@ -196,8 +196,14 @@ struct TiledAttention {
     // Decode blocks issue their rows' sinks before any tile copy: read after the prologue, the
     // reply queued behind the first tiles' data of the four resident blocks of an SM (window
     // decode) and held up the first barrier. Rows blocks read them after the prologue: one more
-    // register live across it spills at head dim 128.
-    const float early_sink = kEarlySinks && p.num_splits == 1 && tid < kBlockM ? row_sink(tid) : 0.f;
+    // register live across it spills at head dim 128. Nothing uses the value until the store
+    // below (scaled there): an instruction using it here would stall the warp for the load.
+    float early_sink = -AC_INFINITY;
+    if constexpr (kEarlySinks) {
+      const int32_t flat = row0 + tid;
+      early_sink = ac_load_now(p.sinks ? p.sinks + (kh * group + flat % group) : p.sinks,
+                               p.sinks && p.num_splits == 1 && tid < kBlockM && flat < rows_total, -AC_INFINITY);
+    }
     const int32_t t_first = row0 / group, t_last = last_row / group;
 
     // Keys the block's rows need, cut into splits of whole tiles.
@@ -241,8 +247,13 @@ struct TiledAttention {
     }
     // The epilogue (past at least one barrier) reads the sinks from shared memory instead of
     // waiting on memory at the end.
-    if (p.num_splits == 1)
-      for (int r = tid; r < kBlockM; r += kThreads) sink_s[r] = kEarlySinks ? early_sink : row_sink(r);
+    if (p.num_splits == 1) {
+      if constexpr (kEarlySinks) {
+        if (tid < kBlockM) sink_s[tid] = early_sink * kLog2e;
+      } else {
+        for (int r = tid; r < kBlockM; r += kThreads) sink_s[r] = row_sink(r) * kLog2e;
+      }
+    }
     uint32_t a_q[kQInRegisters ? D / 16 : 1][4];  // Q fragments, when kept in registers
 
     float o[S.m_tiles][kChunks][4], m_run[S.m_tiles][2], l_run[S.m_tiles][2];
