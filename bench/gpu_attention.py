@@ -3,9 +3,10 @@
 bandwidth, bf16 matmul rate) and torch's SDPA backends (cuDNN, flash) on the same shapes without
 sinks (SDPA has no sinks and no paged cache: its cache is contiguous). Decode calls are captured
 as CUDA graphs (one per KV copy) and the replays timed with device events after warm-up,
-medians; the KV copies together exceed the L2. Sinks on and off are timed in turn on the same
-inputs, best of three each for decode and in alternating runs for prefill (their difference is a
-few percent at most, about what a 10 us call drifts between two measurements). The host cost of
+medians; the KV copies together exceed the L2. Every timed call is queued behind a spin kernel,
+so the events measure the device alone, not the GPU waiting for the host's launch. Sinks on and
+off are timed on the same inputs in alternating runs (their difference is a few percent at most,
+about what a 10 us call drifts between two measurements). The host cost of
 a call is timed separately (eager, per call). Prefill (causal, window 128, head dim 64 and 128,
 GPT-OSS heads) is timed eagerly; causal FLOPs count only the pairs computed. Ratios are peer
 time / our time (above 1: we are faster). Prints a table, writes JSON.
@@ -55,7 +56,7 @@ def timed(fn, reps=30, warmup=5, queued=True):
 def timed_pair(fn_a, fn_b, reps=30, warmup=5, run=10):
     """Medians of two functions timed in alternating runs (`run` calls of a, then of b, ...), so
     that drifts of clocks and caches during the measurement fall on both alike: sinks on against
-    sinks off (eager calls; graphs, see decode_case)."""
+    sinks off."""
     for _ in range(warmup):
         fn_a()
         fn_b()
@@ -127,13 +128,11 @@ def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64):
         return [lambda kc=kc, vc=vc: aiter_compat.paged_attention_decode(
             q, kc, vc, table, used, softmax_scale=0.125, window_size=window, sinks=sinks, out=out)
             for kc, vc in caches]
-    # Sinks on and off: each a set of graphs replayed alone (a replay right after a different
-    # graph costs microseconds more, so the two are not interleaved call by call), measured in
-    # turn three times, best of each.
+    # Sinks on and off: two sets of graphs on the same inputs, timed in alternating runs of ten
+    # replays (each replay queued behind a spin kernel, so a switch of graph costs the GPU
+    # nothing), 90 replays each, medians.
     on, off = graph_replay(calls(s)), graph_replay(calls(None))
-    t, t_off = float("inf"), float("inf")
-    for _ in range(3):
-        t, t_off = min(t, timed(on)), min(t_off, timed(off))
+    t, t_off = timed_pair(on, off, reps=90, run=10)
     # The same replays, each launched onto an idle GPU (the measure before version 9): the
     # device time plus the graph launch's latency, what one isolated graph per call costs.
     t_idle = timed(on, queued=False)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """One call of each tuned case, for a profiler (ncu --kernel-name regex:ac_tiled ...):
 decode 64 x 4k (paged, block 16, GPT-OSS heads, sinks), full and window 128 (with and without
-sinks; and window 128 at batch 128 with and without, and at batch 1), and causal prefill 4 x 4k at head dim 64
-and 128. Warm-up calls first so that the profiled launches are not the first."""
+sinks; and window 128 at batch 128 with and without, and at batch 1), full decode 1 x 32k (split
+and merge), and causal prefill 4 x 4k at head dim 64 and 128. Warm-up calls first so that the profiled launches are not the first."""
 import torch
 
 import aiter_compat
@@ -27,6 +27,9 @@ for s in (sinks, None):  # and at batch 128 (two waves of blocks)
         aiter_compat.paged_attention_decode(q2, kc, vc, t2, u2, window_size=(127, 0), sinks=s)
 for _ in range(3):
     aiter_compat.paged_attention_decode(q[:1], kc, vc, table[:1], used[:1], window_size=(127, 0), sinks=sinks)
+one = torch.arange(32768 // 16, dtype=torch.int32, device=dev)[None]  # batch 1 x 32k: split + merge
+for _ in range(3):
+    aiter_compat.paged_attention_decode(q[:1], kc, vc, one, used[:1] * 8, window_size=(-1, -1), sinks=sinks)
 for dim in (64, 128):
     n = 4 * 4096
     pq = torch.randn(n, hq, dim, dtype=torch.bfloat16, device=dev)
