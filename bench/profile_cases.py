@@ -2,7 +2,8 @@
 """One call of each tuned case, for a profiler (ncu --kernel-name regex:ac_tiled ...):
 decode 64 x 4k (paged, block 16, GPT-OSS heads, sinks), full and window 128 (with and without
 sinks; and window 128 at batch 128 with and without, and at batch 1), full decode 1 x 32k (split
-and merge), and causal prefill 4 x 4k at head dim 64 and 128. Warm-up calls first so that the profiled launches are not the first."""
+and merge), and causal prefill 4 x 4k at head dim 64 and 128. Warm-up calls first so that the
+profiled launches are not the first."""
 import torch
 
 import aiter_compat
