@@ -82,6 +82,9 @@ struct BF16 {};
 struct alignas(16) ac_u32x4 {
   uint32_t x, y, z, w;
 };
+struct alignas(16) ac_f32x4 {
+  float x, y, z, w;
+};
 
 // float16 and bfloat16 by their bits, rounding to nearest even, the same on both vendors.
 AC_DEVICE float ac_bits_to_float(uint32_t bits) {
