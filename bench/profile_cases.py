@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One call of each tuned case, for a profiler (ncu --kernel-name regex:ac_tiled ...):
 decode 64 x 4k (paged, block 16, GPT-OSS heads, sinks), full and window 128 (with and without
-sinks; and window 128 at batch 128 with and without, and at batch 1), full decode 1 x 32k (split
+sinks, also at batch 128, 1 and 16), full decode 1 x 32k (split
 and merge), and causal prefill 4 x 4k at head dim 64 and 128. Warm-up calls first so that the
 profiled launches are not the first."""
 import torch
@@ -26,8 +26,10 @@ for s in (sinks, None):  # and at batch 128 (two waves of blocks)
     q2, t2, u2 = q.repeat(2, 1, 1), torch.cat([table, table]), torch.cat([used, used])
     for _ in range(3):
         aiter_compat.paged_attention_decode(q2, kc, vc, t2, u2, window_size=(127, 0), sinks=s)
-for _ in range(3):
-    aiter_compat.paged_attention_decode(q[:1], kc, vc, table[:1], used[:1], window_size=(127, 0), sinks=sinks)
+for n in (1, 16):  # window 128 at batch 1 and 16, with sinks and without, five calls each
+    for s in (sinks, None):
+        for _ in range(5):
+            aiter_compat.paged_attention_decode(q[:n], kc, vc, table[:n], used[:n], window_size=(127, 0), sinks=s)
 one = torch.arange(32768 // 16, dtype=torch.int32, device=dev)[None]  # batch 1 x 32k: split + merge
 for _ in range(3):
     aiter_compat.paged_attention_decode(q[:1], kc, vc, one, used[:1] * 8, window_size=(-1, -1), sinks=sinks)

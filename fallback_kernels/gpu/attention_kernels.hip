@@ -208,7 +208,7 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
       for (int gi = 0; gi < groups; ++gi) o += sums[gi * dv + ch];
       e.store(p.out, token * p.out_tok + h * p.out_head + ch, o);
     }
-  } else {
+  } else {  // head dims the GPU routes do not take today (they take 64 and 128)
     for (int ch = tid; ch < dv; ch += AC_THREADS) {
       const float* src = p.partial_out + row * dv + ch;
       float o = 0.f;

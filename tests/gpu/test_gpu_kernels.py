@@ -130,8 +130,6 @@ DECODE = [
     ("split-KV 1 x 32k", [32768], 16, (-1, -1), "random"),
     ("split-KV 1 x 32k window 128", [32768], 16, (127, 0), "random"),
     ("split-KV no sinks", [20000, 9], 16, (-1, -1), None),
-    # the generic kernels and a merge whose head dimension leaves threads idle (80 / 4 = 20 chunks)
-    ("split-KV head dim 80", [9000, 5], 16, (-1, -1), "random", 80, torch.bfloat16, 64),
 ]
 
 
