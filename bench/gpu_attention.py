@@ -6,7 +6,8 @@ as CUDA graphs (one per KV copy) and the replays timed with device events after 
 medians; the KV copies together exceed the L2. Every timed call is queued behind a spin kernel,
 so the events measure the device alone, not the GPU waiting for the host's launch. Sinks on and
 off are timed on the same inputs in alternating runs (their difference is a few percent at most,
-about what a 10 us call drifts between two measurements). The host cost of
+about what a 10 us call drifts between two measurements); for decode the sink cost is taken from
+runs of ten replays back to back (means, finer than the timer's steps). The host cost of
 a call is timed separately (eager, per call). Prefill (causal, window 128, head dim 64 and 128,
 GPT-OSS heads) is timed eagerly; causal FLOPs count only the pairs computed. Ratios are peer
 time / our time (above 1: we are faster). Prints a table, writes JSON.
@@ -26,7 +27,7 @@ import aiter_compat
 L2_BYTES = 60e6
 
 
-SPIN_CYCLES = 200_000  # ~100 us at the H200's clock: longer than any call's host path
+SPIN_CYCLES = 400_000  # ~200 us at the H200's clock: longer than the host path of ten graph launches
 
 
 def event_time(fn, queued=True):
@@ -65,6 +66,18 @@ def timed_pair(fn_a, fn_b, reps=30, warmup=5, run=10):
     for _ in range(max(1, reps // run)):
         for fn, ts in zip((fn_a, fn_b), times):
             ts.extend(event_time(fn) for _ in range(run))
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def back_to_back(fn_a, fn_b, calls=10, rounds=20):
+    """Mean seconds per call of two functions, each timed as `calls` calls queued back to back
+    behind a spin kernel between one pair of events, alternating, `rounds` times each; medians
+    over the rounds. Finer than per-call medians, whose ~7 us decodes move in whole steps of
+    0.16 us: the sink comparison of decode."""
+    times = ([], [])
+    for _ in range(rounds):
+        for fn, ts in zip((fn_a, fn_b), times):
+            ts.append(event_time(lambda: [fn() for _ in range(calls)]) / calls)
     return statistics.median(times[0]), statistics.median(times[1])
 
 
@@ -133,12 +146,13 @@ def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64):
     # nothing), 90 replays each, medians.
     on, off = graph_replay(calls(s)), graph_replay(calls(None))
     t, t_off = timed_pair(on, off, reps=90, run=10)
+    mean_on, mean_off = back_to_back(on, off)
     # The same replays, each launched onto an idle GPU (the measure before version 9): the
     # device time plus the graph launch's latency, what one isolated graph per call costs.
     t_idle = timed(on, queued=False)
     host = timed(calls(s)[0], reps=20, queued=False)  # eager: kernel plus the host path of one call
     read = 2 * batch * min(ctx, window[0] + 1 if window[0] >= 0 else ctx) * hk * d * 2
-    return t, t_off, read + 2 * q.numel() * 2, host, t_idle
+    return t, t_off, read + 2 * q.numel() * 2, host, t_idle, mean_on / mean_off - 1
 
 
 def sdpa_decode(batch, ctx, backend, hq=64, hk=8, d=64):
@@ -219,10 +233,12 @@ def main():
             name = f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}"
             if not wanted(name):
                 continue
-            t, t_off, moved, host, t_idle = decode_case(batch, ctx, window)
+            t, t_off, moved, host, t_idle, sink_cost = decode_case(batch, ctx, window)
             row = {"case": name,
                    "us": t * 1e6, "TB/s": moved / t / 1e12, "pct_ceiling": 100 * moved / t / bw,
-                   "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * (t / t_off - 1), "eager_call_us": host * 1e6, "idle_launch_us": t_idle * 1e6}
+                   "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * sink_cost,
+                   "sinks_cost_pct_medians": 100 * (t / t_off - 1),
+                   "eager_call_us": host * 1e6, "idle_launch_us": t_idle * 1e6}
             if window[0] < 0:
                 for name, be in peers:
                     row[f"{name}_us"] = sdpa_decode(batch, ctx, be) * 1e6
