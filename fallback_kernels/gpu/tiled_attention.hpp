@@ -201,8 +201,10 @@ struct TiledAttention {
     float early_sink = -AC_INFINITY;
     if constexpr (kEarlySinks) {
       const int32_t flat = row0 + tid;
+      // Head kh * group + flat % group is below hq for any row: the load waits for nothing
+      // (rows past the last are masked at the store, once the lengths are in).
       early_sink = ac_load_now(p.sinks ? p.sinks + (kh * group + flat % group) : p.sinks,
-                               p.sinks && p.num_splits == 1 && tid < kBlockM && flat < rows_total, -AC_INFINITY);
+                               p.sinks && p.num_splits == 1 && tid < kBlockM, -AC_INFINITY);
     }
     const int32_t t_first = row0 / group, t_last = last_row / group;
 
@@ -249,7 +251,7 @@ struct TiledAttention {
     // waiting on memory at the end.
     if (p.num_splits == 1) {
       if constexpr (kEarlySinks) {
-        if (tid < kBlockM) sink_s[tid] = early_sink * kLog2e;
+        if (tid < kBlockM) sink_s[tid] = row0 + tid < rows_total ? early_sink * kLog2e : -AC_INFINITY;
       } else {
         for (int r = tid; r < kBlockM; r += kThreads) sink_s[r] = row_sink(r) * kLog2e;
       }
