@@ -1,6 +1,7 @@
 // The per-arch layer of the tiled attention kernels: asynchronous global-to-shared copies,
-// shared-memory fragment loads, a predicated early load, and one warp-level matrix multiply-accumulate (16 x 8 x 16,
-// fp32 accumulators). The tiled kernels use nothing else that is arch-specific.
+// shared-memory fragment loads, a predicated early load and one warp-level matrix
+// multiply-accumulate (16 x 8 x 16, fp32 accumulators). The tiled kernels use nothing else that
+// is arch-specific.
 //
 // NVIDIA (sm_80 and later): cp.async, ldmatrix and mma.sync m16n8k16. Fragment layout (g =
 // lane / 4, t = lane % 4): A (16 x 16, row-major) a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 =

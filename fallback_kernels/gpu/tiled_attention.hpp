@@ -193,16 +193,14 @@ struct TiledAttention {
     const int g4 = lane / 4, t4 = lane % 4;
     row0 = m_tile * kBlockM;
     const int32_t last_row = (row0 + kBlockM < rows_total ? row0 + kBlockM : rows_total) - 1;
-    // Decode blocks issue their rows' sinks before any tile copy: read after the prologue, the
-    // reply queued behind the first tiles' data of the four resident blocks of an SM (window
-    // decode) and held up the first barrier. Rows blocks read them after the prologue: one more
-    // register live across it spills at head dim 128. Nothing uses the value until the store
-    // below (scaled there): an instruction using it here would stall the warp for the load.
+    // Decode blocks issue their rows' sink loads first, waiting for nothing (rows past the last
+    // are masked at the store, once the lengths are in), and use the value only after the
+    // prologue: a use next to the load stalled warp 0 for a memory round trip before its page
+    // lookups, and the block's first barrier with it. Rows blocks read the sinks after the
+    // prologue: one more register live across it spills at head dim 128.
     float early_sink = -AC_INFINITY;
     if constexpr (kEarlySinks) {
-      const int32_t flat = row0 + tid;
-      // Head kh * group + flat % group is below hq for any row: the load waits for nothing
-      // (rows past the last are masked at the store, once the lengths are in).
+      const int32_t flat = row0 + tid;  // head kh * group + flat % group is below hq for any row
       early_sink = ac_load_now(p.sinks ? p.sinks + (kh * group + flat % group) : p.sinks,
                                p.sinks && p.num_splits == 1 && tid < kBlockM, -AC_INFINITY);
     }

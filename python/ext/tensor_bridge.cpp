@@ -106,6 +106,20 @@ TensorView ImportedTensors::add(const char* name, PyObject* obj) {
   return view;
 }
 
+namespace {
+
+// aiter_compat._outputs.<name>, for the frameworks other than torch; looked up on first use
+// through `cache` and kept for the process.
+PyObject* outputs_helper(PyObject*& cache, const char* name) {
+  if (!cache) {
+    Ref module(check(PyImport_ImportModule("aiter_compat._outputs")));
+    cache = check(PyObject_GetAttrString(module.get(), name)).release();
+  }
+  return cache;
+}
+
+}  // namespace
+
 // torch's allocations and stream are reached through its C methods, as are its tensors' fields:
 // the Python helpers (torch.empty with a device object, torch.cuda.current_stream) cost a few
 // microseconds per call of an eager decode whose kernel takes ten.
@@ -125,14 +139,12 @@ Ref empty_like(PyObject* like, const std::vector<int64_t>& shape, bool float32) 
     return check(PyObject_Call(method.get(), args.get(), kwargs.get()));
   }
   static PyObject* helper = nullptr;
-  if (!helper) {
-    Ref module(check(PyImport_ImportModule("aiter_compat._outputs")));
-    helper = check(PyObject_GetAttrString(module.get(), "empty_like")).release();
-  }
-  return check(PyObject_CallFunctionObjArgs(helper, like, dims.get(), float32 ? Py_True : Py_False, nullptr));
+  return check(PyObject_CallFunctionObjArgs(outputs_helper(helper, "empty_like"), like, dims.get(),
+                                            float32 ? Py_True : Py_False, nullptr));
 }
 
-void* current_stream(PyObject* like) {
+void* current_stream(PyObject* like, const TensorView& view) {
+  if (view.device == DeviceKind::cpu) return nullptr;
   if (is_torch_tensor(like)) {
     // torch._C._cuda_getCurrentRawStream(device): the pointer torch.cuda.current_stream wraps.
     static PyObject* raw_stream = nullptr;
@@ -141,23 +153,16 @@ void* current_stream(PyObject* like) {
       looked = true;
       PyObject* torch_c = PyDict_GetItemString(PyImport_GetModuleDict(), "torch._C");  // borrowed
       raw_stream = torch_c ? PyObject_GetAttrString(torch_c, "_cuda_getCurrentRawStream") : nullptr;
-      if (!raw_stream) PyErr_Clear();  // a CPU-only torch: the helper below answers
+      if (!raw_stream) PyErr_Clear();  // a torch without it: the helper below answers
     }
     if (raw_stream) {
-      Ref device(check(PyObject_CallMethod(like, "get_device", nullptr)));
-      const long long index = PyLong_AsLongLong(device.get());
-      if (index == -1 && PyErr_Occurred()) throw PythonErrorSet{};
-      if (index < 0) return nullptr;  // a CPU tensor
-      Ref s(check(PyObject_CallFunctionObjArgs(raw_stream, device.get(), nullptr)));
+      Ref index(check(PyLong_FromLong(view.device_id)));
+      Ref s(check(PyObject_CallFunctionObjArgs(raw_stream, index.get(), nullptr)));
       return PyLong_AsVoidPtr(s.get());
     }
   }
   static PyObject* helper = nullptr;
-  if (!helper) {
-    Ref module(check(PyImport_ImportModule("aiter_compat._outputs")));
-    helper = check(PyObject_GetAttrString(module.get(), "current_stream")).release();
-  }
-  Ref s(check(PyObject_CallFunctionObjArgs(helper, like, nullptr)));
+  Ref s(check(PyObject_CallFunctionObjArgs(outputs_helper(helper, "current_stream"), like, nullptr)));
   return PyLong_AsVoidPtr(s.get());
 }
 

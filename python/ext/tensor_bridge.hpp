@@ -25,7 +25,8 @@ class ImportedTensors {
 // A new uninitialised tensor of `like`'s framework and device: like's dtype, or float32.
 Ref empty_like(PyObject* like, const std::vector<int64_t>& shape, bool float32);
 
-// The stream `like`'s framework would run on now, on like's device (torch, cupy); 0 otherwise.
-void* current_stream(PyObject* like);
+// The stream `like`'s framework would run on now, on like's device (torch, cupy); 0 for CPU
+// tensors and other frameworks. `view`: like as imported (its device).
+void* current_stream(PyObject* like, const TensorView& view);
 
 }  // namespace aiter_compat::py
