@@ -31,7 +31,8 @@ typedef enum {
 
 /* flash_attn_varlen_func: q [total_q, Hq, D], k [total_k, Hk, D], v [total_k, Hk, Dv];
  * cu_seqlens_* int32 [batch + 1]; out [total_q, Hq, Dv] (required); lse fp32 [Hq, total_q] or
- * NULL; sinks fp32 [Hq] or NULL (learned sinks, post-scale logits). */
+ * NULL; sinks [Hq] in float32, bfloat16 or float16, or NULL (learned sinks, post-scale logits;
+ * any stride). */
 typedef struct {
   const DLTensor* q;
   const DLTensor* k;

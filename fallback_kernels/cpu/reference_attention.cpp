@@ -30,6 +30,11 @@ void store(DType t, void* base, int64_t index, double value) {
   }
 }
 
+// Head h's sink in the sinks' own dtype (float32, float16 or bfloat16); -inf without sinks.
+double sink_of(const TensorView& sinks, int64_t h) {
+  return sinks.defined() ? load(sinks.dtype, sinks.data, h * sinks.strides[0]) : -std::numeric_limits<double>::infinity();
+}
+
 int64_t i32_at(const TensorView& t, int64_t i) { return static_cast<const int32_t*>(t.data)[i * t.strides[0]]; }
 
 // One sequence seen by the attention core: where its query rows, key rows and output rows are.
@@ -56,9 +61,7 @@ void attend_sequence(const Common& c, const Sequence& s) {
   std::vector<double> scores(static_cast<size_t>(s.k_len)), acc(static_cast<size_t>(dv));
   for (int64_t h = 0; h < hq; ++h) {
     const int64_t kh = h / group;
-    const double sink = c.sinks->defined()
-                            ? static_cast<const float*>(c.sinks->data)[h * c.sinks->strides[0]]
-                            : -std::numeric_limits<double>::infinity();
+    const double sink = sink_of(*c.sinks, h);
     for (int64_t i = 0; i < s.q_len; ++i) {
       const int64_t p = i + (s.k_len - s.q_len);
       int64_t lo = 0, hi = s.k_len;  // keys [lo, hi)
@@ -171,9 +174,7 @@ void merge_states(const MergeArgs& a) {
   };
   for (int64_t i = 0; i < tokens; ++i)
     for (int64_t h = 0; h < heads; ++h) {
-      const double parts[3] = {lse_at(a.prefix_lse, h, i), lse_at(a.suffix_lse, h, i),
-                               a.sinks.defined() ? static_cast<const float*>(a.sinks.data)[h * a.sinks.strides[0]]
-                                                 : -std::numeric_limits<double>::infinity()};
+      const double parts[3] = {lse_at(a.prefix_lse, h, i), lse_at(a.suffix_lse, h, i), sink_of(a.sinks, h)};
       const double m = std::max({parts[0], parts[1], parts[2]});
       double z = 0;
       for (double p : parts) z += std::isinf(p) && p < 0 ? 0.0 : std::exp(p - m);

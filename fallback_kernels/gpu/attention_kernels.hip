@@ -109,7 +109,7 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
       p.partial_out[((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * dv + c] = acc[k];
       continue;
     }
-    const float sink = p.sinks ? p.sinks[h] : -AC_INFINITY;
+    const float sink = ac_sink(p, h);
     const float m = m_s[g] > sink ? m_s[g] : sink;
     const float scale_old = m == -AC_INFINITY ? 0.f : ac_exp(m_s[g] - m);
     const float l = l_s[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - m));
@@ -143,7 +143,7 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
   const int splits = p.num_splits < AC_MAX_SPLITS ? p.num_splits : AC_MAX_SPLITS;  // the launcher caps it
   const int64_t row = static_cast<int64_t>(token) * p.hq + h, split_stride = static_cast<int64_t>(p.total_q) * p.hq;
   if (tid < AC_WARP_SIZE) {
-    const float sink = p.sinks ? p.sinks[h] : -AC_INFINITY;
+    const float sink = ac_sink(p, h);
     float ms[AC_MAX_SPLITS / AC_WARP_SIZE + 1], ls[AC_MAX_SPLITS / AC_WARP_SIZE + 1];
     float m = sink;
 #pragma unroll
@@ -419,7 +419,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
       }
       continue;
     }
-    const float sink = p.sinks ? p.sinks[h] : -AC_INFINITY;
+    const float sink = ac_sink(p, h);
     const float mm = m_blk[g] > sink ? m_blk[g] : sink;
     const float scale_old = mm == -AC_INFINITY ? 0.f : ac_exp(m_blk[g] - mm);
     const float ll = l_blk[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - mm));
@@ -436,7 +436,7 @@ AC_DEVICE void merge_states_block(const ac_merge_params& p) {
   if (token >= p.tokens || h >= p.heads) return;
   const float lp = p.prefix_lse[h * p.plse_head + token * p.plse_tok];
   const float ls = p.suffix_lse[h * p.slse_head + token * p.slse_tok];
-  const float sink = p.sinks ? p.sinks[h] : -AC_INFINITY;
+  const float sink = ac_sink(p.sinks, p.sink_type, p.sink_stride, h);
   float m = lp > ls ? lp : ls;
   m = m > sink ? m : sink;
   float z = 0.f;

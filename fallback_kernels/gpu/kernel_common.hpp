@@ -21,6 +21,15 @@ template <> struct Elem<BF16> {
   AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<uint16_t*>(p)[i] = ac_float_to_bf16(v); }
 };
 
+// Head h's sink (natural-log units) in the sinks' own dtype; -inf without sinks.
+AC_DEVICE float ac_sink(const void* sinks, int32_t type, int64_t stride, int32_t h) {
+  if (!sinks) return -AC_INFINITY;
+  if (type == AC_SINK_F32) return static_cast<const float*>(sinks)[h * stride];
+  const uint16_t bits = static_cast<const uint16_t*>(sinks)[h * stride];
+  return type == AC_SINK_F16 ? ac_half_to_float(bits) : ac_bf16_to_float(bits);
+}
+AC_DEVICE float ac_sink(const ac_attention_params& p, int32_t h) { return ac_sink(p.sinks, p.sink_type, p.sink_stride, h); }
+
 AC_DEVICE int32_t clamp_i32(int64_t v, int64_t lo, int64_t hi) { return static_cast<int32_t>(v < lo ? lo : v > hi ? hi : v); }
 
 // Where sequence b's queries and keys are; ranges are clamped to the tensors so bad lengths

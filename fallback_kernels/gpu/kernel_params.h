@@ -14,6 +14,11 @@
 #define AC_DECODE_MAX_GROUP 8   // decode kernel: query heads per KV head it takes
 #define AC_DECODE_UNROLL 4      // decode kernel: keys per thread group per step
 
+// Element types of the sinks, read in the caller's dtype (GPT-OSS keeps them in bf16).
+#define AC_SINK_F32 0
+#define AC_SINK_F16 1
+#define AC_SINK_BF16 2
+
 // Tiled (matrix-instruction) kernels: three shapes per head dim. "rows" puts the warps on query
 // rows (prefill, extend); "keys" gives all warps the same 16 rows and splits each key tile
 // between them (decode: one token's query heads of one KV group fill the rows); "wgmma" is
@@ -62,7 +67,7 @@ typedef struct {
   const int32_t* cu_seqlens_k;  // varlen keys: [batch + 1]
   const int32_t* seqused_k;     // paged keys: [batch]
   const int32_t* block_table;   // paged: [batch, max_blocks]
-  const float* sinks;           // [Hq] or null
+  const void* sinks;            // [Hq] or null, of sink_type, sink_stride elements apart
   float* partial_out;           // split-KV: [splits, total_q, Hq, Dv]
   float* partial_ml;            // split-KV: [splits, total_q, Hq, 2] (running max, sum)
   int64_t q_tok, q_head;        // strides
@@ -71,10 +76,12 @@ typedef struct {
   int64_t out_tok, out_head;
   int64_t lse_batch, lse_head, lse_tok;  // lse_batch > 0: [batch, Hq, seqlen_q] layout
   int64_t bt_row, bt_col;
+  int64_t sink_stride;
   int32_t batch, total_q, total_k, num_blocks, max_blocks;
   int32_t hq, hk, head_dim, head_dim_v, block_size;
   int32_t num_splits, paged, causal, window_left, window_right;
   int32_t uniform_q, uniform_k;  // without cu_seqlens: every sequence has this many queries / keys
+  int32_t sink_type;             // AC_SINK_*
   float scale;
 } ac_attention_params;
 
@@ -87,8 +94,8 @@ typedef struct {
   const float* prefix_lse;
   const float* suffix_lse;
   float* out_lse;        // or null
-  const float* sinks;    // or null
+  const void* sinks;     // or null, of sink_type, sink_stride elements apart
   int64_t out_tok, out_head, prefix_tok, prefix_head, suffix_tok, suffix_head;
-  int64_t plse_head, plse_tok, slse_head, slse_tok, olse_head, olse_tok;
-  int32_t tokens, heads, dim;
+  int64_t plse_head, plse_tok, slse_head, slse_tok, olse_head, olse_tok, sink_stride;
+  int32_t tokens, heads, dim, sink_type;
 } ac_merge_params;

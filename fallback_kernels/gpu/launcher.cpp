@@ -79,6 +79,8 @@ class DeviceScope {
 // Index of a dtype in the per-type tables: f32, f16, bf16.
 int type_index(DType t) { return t == DType::f32 ? 0 : t == DType::f16 ? 1 : 2; }
 constexpr const char* kTypes[] = {"f32", "f16", "bf16"};
+// The kernels read sinks in the caller's dtype (validate_* let float32, float16, bfloat16 in).
+int32_t sink_type(DType t) { return t == DType::f16 ? AC_SINK_F16 : t == DType::bf16 ? AC_SINK_BF16 : AC_SINK_F32; }
 
 // A module's kernels, looked up by name once at load; calls index these tables (null where the
 // code object has no such kernel: the tiled ones off NVIDIA, 16-bit-only kernels for f32).
@@ -361,7 +363,9 @@ ac_attention_params common(const TensorView& q, const TensorView& out, const Ten
   p.q = q.data;
   p.out = out.data;
   p.lse = static_cast<float*>(lse.data);
-  p.sinks = sinks.defined() ? static_cast<const float*>(sinks.data) : nullptr;
+  p.sinks = sinks.defined() ? sinks.data : nullptr;
+  p.sink_stride = sinks.defined() ? sinks.strides[0] : 0;
+  p.sink_type = sink_type(sinks.dtype);
   p.hq = static_cast<int32_t>(q.shape[q.ndim - 2]);
   p.hk = static_cast<int32_t>(hk);
   p.head_dim = static_cast<int32_t>(q.shape[q.ndim - 1]);
@@ -463,7 +467,9 @@ void merge_states(const MergeArgs& a, void* stream) {
   p.prefix_lse = static_cast<const float*>(a.prefix_lse.data);
   p.suffix_lse = static_cast<const float*>(a.suffix_lse.data);
   p.out_lse = static_cast<float*>(a.output_lse.data);
-  p.sinks = a.sinks.defined() ? static_cast<const float*>(a.sinks.data) : nullptr;
+  p.sinks = a.sinks.defined() ? a.sinks.data : nullptr;
+  p.sink_stride = a.sinks.defined() ? a.sinks.strides[0] : 0;
+  p.sink_type = sink_type(a.sinks.dtype);
   p.out_tok = a.output.strides[0], p.out_head = a.output.strides[1];
   p.prefix_tok = a.prefix_output.strides[0], p.prefix_head = a.prefix_output.strides[1];
   p.suffix_tok = a.suffix_output.strides[0], p.suffix_head = a.suffix_output.strides[1];

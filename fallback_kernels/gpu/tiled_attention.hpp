@@ -183,7 +183,7 @@ struct TiledAttention {
   // Row r's sink (natural-log units, as given); -inf past the last row or without sinks.
   AC_MEMBER float row_sink(int r) const {
     const int32_t flat = row0 + r;
-    return p.sinks && flat < rows_total ? p.sinks[kh * group + flat % group] : -AC_INFINITY;
+    return flat < rows_total ? ac_sink(p, kh * group + flat % group) : -AC_INFINITY;
   }
 
   AC_MEMBER void run(int32_t m_tile, int32_t split) {
@@ -201,8 +201,8 @@ struct TiledAttention {
     float early_sink = -AC_INFINITY;
     if constexpr (kEarlySinks) {
       const int32_t flat = row0 + tid;  // head kh * group + flat % group is below hq for any row
-      early_sink = ac_load_now(p.sinks ? p.sinks + (kh * group + flat % group) : p.sinks,
-                               p.sinks && p.num_splits == 1 && tid < kBlockM, -AC_INFINITY);
+      early_sink = ac_load_sink_now(p.sinks, p.sink_type, (kh * group + flat % group) * p.sink_stride,
+                                    p.sinks && p.num_splits == 1 && tid < kBlockM);
     }
     const int32_t t_first = row0 / group, t_last = last_row / group;
 

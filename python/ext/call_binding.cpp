@@ -121,6 +121,27 @@ bool is_neutral(const ParamSpec& p, PyObject* v, const WindowValue& window) {
   return false;
 }
 
+// Sinks are one logit per head in float32 or the model's 16-bit dtype, on every route (AITer
+// converts them to float32 itself); an integer or fp8 tensor is a caller's mistake.
+void check_sink_dtype(const char* name, PyObject* sinks) {
+  Ref dtype(PyObject_GetAttr(sinks, g_dtype));
+  if (!dtype) {
+    PyErr_Clear();
+    bad(name, "a " + type_name(sinks) + " without a dtype", "a tensor of float32, bfloat16 or float16");
+  }
+  DType t = dtype_of_object(dtype.get());
+  if (!is_float16_or_32(t)) {
+    std::string found = to_string(t);
+    if (t == DType::unsupported) {
+      Ref text(PyObject_Str(dtype.get()));
+      const char* s = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
+      if (!s) PyErr_Clear();
+      found = s ? s : "unknown";
+    }
+    bad(name, "dtype " + found, "float32, bfloat16 or float16");
+  }
+}
+
 }  // namespace
 
 void init_call_binding() {
@@ -162,14 +183,9 @@ DType dtype_of_object(PyObject* dtype) {
     PyErr_Clear();
     return DType::unsupported;
   }
-  std::string s = PyUnicode_AsUTF8(text.get());
-  if (s.rfind("torch.", 0) == 0) s = s.substr(6);
-  DType t = s == "bfloat16"                  ? DType::bf16
-            : s == "float16" || s == "half"  ? DType::f16
-            : s == "float32" || s == "float" ? DType::f32
-            : s == "int32"                   ? DType::i32
-            : s == "int64"                   ? DType::i64
-                                             : DType::unsupported;
+  const char* s = PyUnicode_AsUTF8(text.get());
+  DType t = s ? dtype_from_name(s) : DType::unsupported;
+  if (!s) PyErr_Clear();
   if (g_dtype_cache.size() < 64) {
     Py_INCREF(dtype);
     g_dtype_cache.emplace_back(dtype, t);
@@ -232,6 +248,7 @@ CallFeatures merge_features(const BoundCall& call) {
   f.head_dim_qk = f.head_dim_v = static_cast<int32_t>(prefix.shape[2]);
   f.q_heads = f.kv_heads = static_cast<int32_t>(prefix.shape[1]);
   f.sinks = call.given_not_none("sinks");
+  if (f.sinks) check_sink_dtype("sinks", call.value("sinks"));
   f.return_lse = call.given_not_none("output_lse");
   const OpSignature& sig = *call.sig;
   for (size_t i = 0; i < sig.params.size(); ++i)
@@ -277,8 +294,10 @@ CallFeatures features_of(const BoundCall& call) {
   f.window_left = w.left >= 0;
   f.window_right = w.right >= 0 && !(f.causal && w.right == 0);
   f.window_sink_size = w.sink_size > 0;
-  f.sinks = call.given_not_none(sig.id == OpId::unified_attention || sig.id == OpId::paged_attention_decode ? "sinks"
-                                                                                                            : "sink_ptr");
+  const char* sink_name =
+      sig.id == OpId::unified_attention || sig.id == OpId::paged_attention_decode ? "sinks" : "sink_ptr";
+  f.sinks = call.given_not_none(sink_name);
+  if (f.sinks) check_sink_dtype("sinks", call.value(sink_name));
   if (PyObject* d = call.value("dropout_p")) f.dropout = as_double("dropout_p", d) != 0.0;
   f.bias = call.given_not_none("bias") || call.given_not_none("qq_bias");
   f.alibi = call.given_not_none("alibi_slopes");

@@ -60,11 +60,7 @@ TensorView torch_view(const char* name, PyObject* obj) {
     v.strides[i] = as_i64(PyTuple_GET_ITEM(strides.get(), i));
   }
   v.dtype = dtype_of_object(dtype.get());
-  const int bits = static_cast<int>(element_size(v.dtype) * 8);
-  v.raw_dtype = {static_cast<uint8_t>(v.dtype == DType::bf16 ? kDLBfloat
-                                      : v.dtype == DType::i32 || v.dtype == DType::i64 ? kDLInt
-                                                                                       : kDLFloat),
-                 static_cast<uint8_t>(bits), 1};
+  v.raw_dtype = to_dlpack(v.dtype);
   const int64_t index = as_i64(device.get());
   v.device = index < 0 ? DeviceKind::cpu : torch_is_rocm() ? DeviceKind::rocm : DeviceKind::cuda;
   v.device_id = index < 0 ? 0 : static_cast<int>(index);

@@ -4,17 +4,60 @@
 
 namespace aiter_compat {
 
-std::string to_string(DType t) {
-  switch (t) {
-    case DType::f32: return "float32";
-    case DType::f16: return "float16";
-    case DType::bf16: return "bfloat16";
-    case DType::i32: return "int32";
-    case DType::i64: return "int64";
-    case DType::unsupported: break;
-  }
-  return "unsupported dtype";
+namespace {
+
+// DLPack's type codes past 0.6 (dlpack.h 1.1), which Debian's header predates.
+constexpr uint8_t kBool = 6, kF8e4m3fn = 10, kF8e4m3fnuz = 11, kF8e5m2 = 12, kF8e5m2fnuz = 13, kF8e8m0fnu = 14;
+
+struct DTypeRow {
+  DType dtype;
+  const char* name;
+  uint8_t code, bits;
+};
+
+// One row per dtype: its name, DLPack code and width. Everything about dtypes reads this.
+constexpr DTypeRow kDTypes[] = {
+    {DType::f32, "float32", kDLFloat, 32},         {DType::f16, "float16", kDLFloat, 16},
+    {DType::bf16, "bfloat16", kDLBfloat, 16},      {DType::i32, "int32", kDLInt, 32},
+    {DType::i64, "int64", kDLInt, 64},             {DType::f64, "float64", kDLFloat, 64},
+    {DType::i8, "int8", kDLInt, 8},                {DType::i16, "int16", kDLInt, 16},
+    {DType::u8, "uint8", kDLUInt, 8},              {DType::u16, "uint16", kDLUInt, 16},
+    {DType::u32, "uint32", kDLUInt, 32},           {DType::u64, "uint64", kDLUInt, 64},
+    {DType::boolean, "bool", kBool, 8},            {DType::f8_e4m3fn, "float8_e4m3fn", kF8e4m3fn, 8},
+    {DType::f8_e4m3fnuz, "float8_e4m3fnuz", kF8e4m3fnuz, 8}, {DType::f8_e5m2, "float8_e5m2", kF8e5m2, 8},
+    {DType::f8_e5m2fnuz, "float8_e5m2fnuz", kF8e5m2fnuz, 8}, {DType::f8_e8m0fnu, "float8_e8m0fnu", kF8e8m0fnu, 8},
+    {DType::c64, "complex64", kDLComplex, 64},     {DType::c128, "complex128", kDLComplex, 128},
+};
+
+const DTypeRow* row_of(DType t) {
+  for (const auto& r : kDTypes)
+    if (r.dtype == t) return &r;
+  return nullptr;
 }
+
+}  // namespace
+
+std::string to_string(DType t) {
+  const DTypeRow* r = row_of(t);
+  return r ? r->name : "an unsupported dtype";
+}
+
+DType dtype_from_name(const std::string& text) {
+  std::string s = text.rfind("torch.", 0) == 0 ? text.substr(6) : text;
+  if (s == "half") return DType::f16;
+  if (s == "float") return DType::f32;
+  if (s == "double") return DType::f64;
+  for (const auto& r : kDTypes)
+    if (s == r.name) return r.dtype;
+  return DType::unsupported;
+}
+
+DLDataType to_dlpack(DType t) {
+  const DTypeRow* r = row_of(t);
+  return r ? DLDataType{r->code, r->bits, 1} : DLDataType{kDLOpaqueHandle, 0, 1};
+}
+
+bool is_float16_or_32(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 std::string to_string(DeviceKind d) {
   switch (d) {
@@ -28,11 +71,8 @@ std::string to_string(DeviceKind d) {
 
 DType dtype_of(const DLDataType& t) {
   if (t.lanes != 1) return DType::unsupported;
-  if (t.code == kDLFloat && t.bits == 32) return DType::f32;
-  if (t.code == kDLFloat && t.bits == 16) return DType::f16;
-  if (t.code == kDLBfloat && t.bits == 16) return DType::bf16;
-  if (t.code == kDLInt && t.bits == 32) return DType::i32;
-  if (t.code == kDLInt && t.bits == 64) return DType::i64;
+  for (const auto& r : kDTypes)
+    if (t.code == r.code && t.bits == r.bits) return r.dtype;
   return DType::unsupported;
 }
 
@@ -46,13 +86,8 @@ DeviceKind device_kind_of(const DLDevice& d) {
 }
 
 size_t element_size(DType t) {
-  switch (t) {
-    case DType::f32: case DType::i32: return 4;
-    case DType::f16: case DType::bf16: return 2;
-    case DType::i64: return 8;
-    case DType::unsupported: break;
-  }
-  return 0;
+  const DTypeRow* r = row_of(t);
+  return r ? r->bits / 8 : 0;
 }
 
 int64_t TensorView::numel() const {
@@ -77,6 +112,12 @@ std::string TensorView::shape_text() const {
   std::string s = "[";
   for (int i = 0; i < ndim; ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+std::string dtype_name(const TensorView& t) {
+  if (t.dtype != DType::unsupported) return to_string(t.dtype);
+  return "DLPack type code " + std::to_string(t.raw_dtype.code) + " of " + std::to_string(t.raw_dtype.bits) + " bits" +
+         (t.raw_dtype.lanes != 1 ? " x " + std::to_string(t.raw_dtype.lanes) + " lanes" : "");
 }
 
 bool view_from_dltensor(const DLTensor& t, TensorView* out, std::string* why) {

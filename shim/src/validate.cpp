@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "aiter_compat/shim/errors.hpp"
+#include "float_convert.hpp"
 
 namespace aiter_compat {
 namespace {
@@ -21,11 +22,11 @@ void need_defined(const char* name, const TensorView& t) {
 
 void need_float(const char* name, const TensorView& t) {
   if (t.dtype != DType::f32 && t.dtype != DType::f16 && t.dtype != DType::bf16)
-    bad(name, "dtype " + to_string(t.dtype), "float16, bfloat16 or float32");
+    bad(name, "dtype " + dtype_name(t), "float16, bfloat16 or float32");
 }
 
 void need_dtype(const char* name, const TensorView& t, DType want) {
-  if (t.dtype != want) bad(name, "dtype " + to_string(t.dtype), to_string(want));
+  if (t.dtype != want) bad(name, "dtype " + dtype_name(t), to_string(want));
 }
 
 void need_ndim(const char* name, const TensorView& t, int ndim, const char* layout) {
@@ -86,15 +87,21 @@ void check_cu_seqlens(const char* name, const TensorView& cu, int64_t batch_plus
     bad(max_name, str(max_seqlen), "at least " + str(longest) + " (the longest sequence in " + name + ")");
 }
 
+// One logit per query head, in float32 or the model's 16-bit dtype (GPT-OSS keeps bf16 sinks).
 void check_sinks(const TensorView& sinks, int64_t hq, const TensorView& q, bool read) {
   if (!sinks.defined()) return;
-  need_dtype("sinks", sinks, DType::f32);
+  if (!is_float16_or_32(sinks.dtype))
+    bad("sinks", "dtype " + dtype_name(sinks), "float32, bfloat16 or float16 (one logit per query head)");
   need_ndim("sinks", sinks, 1, "[num_query_heads]");
   need_dim("sinks", sinks, 0, hq, "one sink per query head");
+  if (sinks.strides[0] < 0) bad("sinks", "negative stride " + str(sinks.strides[0]), "non-negative strides");
   need_same_device("sinks", sinks, q);
   if (!read || !host_readable(sinks)) return;
   for (int64_t h = 0; h < hq; ++h) {
-    float s = static_cast<const float*>(sinks.data)[h * sinks.strides[0]];
+    const int64_t i = h * sinks.strides[0];
+    const float s = sinks.dtype == DType::f32 ? static_cast<const float*>(sinks.data)[i]
+                    : sinks.dtype == DType::bf16 ? cpu::bf16_to_float(static_cast<const uint16_t*>(sinks.data)[i])
+                                                 : cpu::f16_to_float(static_cast<const uint16_t*>(sinks.data)[i]);
     if (std::isnan(s)) bad("sinks", "NaN at head " + str(h), "a finite logit, or -inf for no sink");
     if (std::isinf(s) && s > 0) bad("sinks", "+inf at head " + str(h), "a finite logit, or -inf for no sink");
   }

@@ -17,8 +17,7 @@ struct HostTensor {
   HostTensor() = default;
   HostTensor(DType dtype, std::vector<int64_t> shape) {
     view.dtype = dtype;
-    view.raw_dtype = {static_cast<uint8_t>(dtype == DType::bf16 ? kDLBfloat : dtype == DType::i32 || dtype == DType::i64 ? kDLInt : kDLFloat),
-                      static_cast<uint8_t>(element_size(dtype) * 8), 1};
+    view.raw_dtype = to_dlpack(dtype);
     view.ndim = static_cast<int>(shape.size());
     int64_t n = 1;
     for (int i = view.ndim - 1; i >= 0; --i) {

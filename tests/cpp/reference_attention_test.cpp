@@ -79,6 +79,7 @@ struct VarlenCase {
   double sink_scale = 1.0;
   DType dtype = DType::f32;
   double softcap = 0;
+  DType sink_dtype = DType::f32;
 };
 
 void check_varlen(const VarlenCase& c, std::mt19937& rng) {
@@ -89,7 +90,7 @@ void check_varlen(const VarlenCase& c, std::mt19937& rng) {
   }
   HostTensor q(c.dtype, {cu_q.back(), c.hq, c.d}), k(c.dtype, {cu_k.back(), c.hk, c.d}),
       v(c.dtype, {cu_k.back(), c.hk, c.dv}), out(c.dtype, {cu_q.back(), c.hq, c.dv}),
-      lse(DType::f32, {c.hq, cu_q.back()}), sinks(DType::f32, {c.hq});
+      lse(DType::f32, {c.hq, cu_q.back()}), sinks(c.sink_dtype, {c.hq});
   q.fill_random(rng);
   k.fill_random(rng);
   v.fill_random(rng);
@@ -144,11 +145,42 @@ TEST(ReferenceAttention, VarlenMatchesDenseSoftmaxWithSinkColumn) {
       {{4, 2}, {4, 6}, 4, 2, 64, 64, true, {127, 0, 0}, true, 1, DType::bf16},  // GPT-OSS-like, bf16
       {{5}, {5}, 2, 1, 128, 128, true, {}, true, 1, DType::f16},      // head dim 128, fp16
       {{3}, {7}, 2, 2, 8, 8, false, {}, true, 1, DType::f32, 5.0},     // softcap
+      {{4, 2}, {4, 6}, 8, 2, 64, 64, true, {127, 0, 0}, true, 1, DType::bf16, 0, DType::bf16},  // bf16 sinks
+      {{3}, {5}, 4, 1, 16, 16, true, {}, true, 2, DType::f32, 0, DType::f16},                   // fp16 sinks
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
     check_varlen(cases[i], rng);
   }
+}
+
+// Worked out by hand: one query q = (1, 0) at scale 1 over k0 = (ln 4, 0), k1 = (0, 0) and a
+// sink of 0 gives weights e^(ln 4) = 4, e^0 = 1 and the sink's e^0 = 1: out = (4 v0 + v1) / 6
+// with v0 = (1, 0), v1 = (0, 1), so (2/3, 1/6), and LSE = ln 6 (ln 5 without the sink). The
+// same in every dtype the sinks come in.
+TEST(ReferenceAttention, SinkAndLseWorkedOutByHand) {
+  for (DType sink_type : {DType::f32, DType::bf16, DType::f16})
+    for (bool with_sink : {true, false}) {
+      HostTensor q(DType::f32, {1, 1, 2}), k(DType::f32, {2, 1, 2}), v(DType::f32, {2, 1, 2}), out(DType::f32, {1, 1, 2}),
+          lse(DType::f32, {1, 1}), sinks(sink_type, {1});
+      q.set(0, 1), q.set(1, 0);
+      k.set(0, std::log(4.0)), k.set(1, 0), k.set(2, 0), k.set(3, 0);
+      v.set(0, 1), v.set(1, 0), v.set(2, 0), v.set(3, 1);
+      sinks.set(0, 0.0);
+      HostTensor cq = i32_tensor({0, 1}), ck = i32_tensor({0, 2});
+      VarlenArgs a;
+      a.q = q.view, a.k = k.view, a.v = v.view, a.out = out.view, a.lse = lse.view;
+      a.cu_seqlens_q = cq.view, a.cu_seqlens_k = ck.view, a.max_seqlen_q = 1, a.max_seqlen_k = 2;
+      a.softmax_scale = 1.0;
+      if (with_sink) a.sinks = sinks.view;
+      validate_varlen(a, true);
+      cpu::varlen_attention(a);
+      const double z = with_sink ? 6.0 : 5.0;
+      SCOPED_TRACE(to_string(sink_type) + (with_sink ? " with the sink" : " without"));
+      EXPECT_NEAR(out.get(0), 4.0 / z, 1e-6);
+      EXPECT_NEAR(out.get(1), 1.0 / z, 1e-6);
+      EXPECT_NEAR(lse.get(0), std::log(z), 1e-6);
+    }
 }
 
 TEST(ReferenceAttention, MinusInfinitySinkEqualsNoSink) {

@@ -67,7 +67,12 @@ TEST(Validate, NamesEachBadArgument) {
       {"NaN sink", [](VarlenFixture& f, VarlenArgs&) { f.sinks.set(3, NAN); }, "sinks", "NaN at head 3", "finite"},
       {"+inf sink", [](VarlenFixture& f, VarlenArgs&) { f.sinks.set(0, INFINITY); }, "sinks", "+inf", "-inf for no sink"},
       {"sinks length", [](VarlenFixture&, VarlenArgs& a) { a.sinks.shape[0] = 4; }, "sinks", "[4]", "size 8"},
-      {"sinks dtype", [](VarlenFixture&, VarlenArgs& a) { a.sinks.dtype = DType::bf16; }, "sinks", "bfloat16", "float32"},
+      {"fp8 sinks", [](VarlenFixture&, VarlenArgs& a) { a.sinks.dtype = DType::f8_e4m3fn; }, "sinks", "float8_e4m3fn",
+       "float32, bfloat16 or float16"},
+      {"integer sinks", [](VarlenFixture&, VarlenArgs& a) { a.sinks.dtype = DType::i32; }, "sinks", "int32", "float32"},
+      {"unknown sinks dtype",
+       [](VarlenFixture&, VarlenArgs& a) { a.sinks.dtype = DType::unsupported, a.sinks.raw_dtype = {99, 8, 1}; },
+       "sinks", "DLPack type code 99 of 8 bits", "float32"},
       {"out aliasing q", [](VarlenFixture&, VarlenArgs& a) { a.out.data = a.q.data; }, "out", "overlapping q", "its own"},
       {"out shape", [](VarlenFixture&, VarlenArgs& a) { a.out.shape[1] = 4; }, "out", "[6, 4, 64]", "size 8"},
       {"lse dtype", [](VarlenFixture&, VarlenArgs& a) { a.lse.dtype = DType::bf16; }, "lse", "bfloat16", "float32"},
@@ -83,6 +88,23 @@ TEST(Validate, NamesEachBadArgument) {
     EXPECT_EQ(e.argument, c.argument) << c.what << ": " << e.what();
     EXPECT_NE(e.found.find(c.found_part), std::string::npos) << c.what << ": " << e.what();
     EXPECT_NE(e.needed.find(c.needed_part), std::string::npos) << c.what << ": " << e.what();
+  }
+}
+
+// GPT-OSS keeps its sinks in bfloat16: 16-bit sinks are taken, and their contents checked in
+// their own dtype.
+TEST(Validate, SixteenBitSinksAreTakenAndTheirContentsChecked) {
+  for (DType t : {DType::bf16, DType::f16}) {
+    VarlenFixture f;
+    f.sinks = HostTensor(t, {8});
+    for (int h = 0; h < 8; ++h) f.sinks.set(h, 0.5 * h - 2);
+    EXPECT_NO_THROW(validate_varlen(f.args(), true)) << to_string(t);
+    f.sinks.set(5, NAN);
+    ArgumentError e = error_of([&] { validate_varlen(f.args(), true); });
+    EXPECT_EQ(e.argument, "sinks") << to_string(t);
+    EXPECT_EQ(e.found, "NaN at head 5") << to_string(t);
+    f.sinks.set(5, INFINITY);
+    EXPECT_EQ(error_of([&] { validate_varlen(f.args(), true); }).found, "+inf at head 5") << to_string(t);
   }
 }
 

@@ -29,8 +29,12 @@ hdec = aiter_compat.paged_attention_decode(hq, hcache, hcache, htable, torch.ten
 bq = torch.randn(2, 9, 8, 64, dtype=torch.float16, device=dev)
 bk = torch.randn(2, 11, 2, 64, dtype=torch.float16, device=dev)
 batch = aiter_compat.flash_attn_func(bq, bk, bk, causal=True, sink_ptr=sinks)
+# bf16 sinks with a stride: the narrow predicated load of the tiled decode, and the other readers
+bf16_sinks = torch.randn(16, device=dev).to(torch.bfloat16)[::2]
+bdec = aiter_compat.paged_attention_decode(dq, cache, cache, table, ctx, sinks=bf16_sinks)
+bout = aiter_compat.flash_attn_varlen_func(q, k, k, cu_q, cu_k, 33, 40, causal=True, sink_ptr=bf16_sinks)
 torch.cuda.synchronize()
-ok = all(torch.isfinite(t).all().item() for t in (out, dec, lse, batch, hdec))
+ok = all(torch.isfinite(t).all().item() for t in (out, dec, lse, batch, hdec, bdec, bout))
 routes = sorted({r["route"] for r in aiter_compat.routes()})
 print("sanitizer cases ran:", routes, "finite" if ok else "NOT FINITE")
 sys.exit(0 if ok and routes == ["fallback (gpu)"] else 1)

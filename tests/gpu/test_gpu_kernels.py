@@ -275,3 +275,49 @@ def test_many_threads_share_the_gpu_route():
         assert torch.equal(out, want)
     assert any(r["route"].startswith("fallback (gpu)") for r in aiter_compat.routes()
                if r["op"] == "paged_attention_decode")
+
+
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "stride 2"])
+@pytest.mark.parametrize("sink_dtype", [torch.bfloat16, torch.float16], ids=["bf16 sinks", "fp16 sinks"])
+def test_sinks_in_the_models_dtype(sink_dtype, strided):
+    """GPT-OSS keeps its sinks in bf16: every kernel that reads sinks (tiled prefill and decode,
+    the direct-load decode, the generic kernel, the split merge, merge_attn_states) reads them in
+    their own dtype and stride, against the CPU route given float32 sinks of the same values."""
+    tag = f"{str(sink_dtype).split('.')[-1]} sinks{' stride 2' if strided else ''}"
+    values = torch.randn(64).to(sink_dtype)
+    if strided:
+        buf = torch.full((128,), 99.0, dtype=sink_dtype, device=DEV)
+        buf[::2] = values.to(DEV)
+        gpu_sinks = buf[::2]
+    else:
+        gpu_sinks = values.to(DEV)
+    ref_sinks = values.float()
+    g = lambda t: t.to(DEV)
+    # tiled prefill (rows / warpgroup), and the generic kernel on float32
+    for dtype, bound, what in ((torch.bfloat16, 1e-2, "prefill tiled"), (torch.float32, 1e-4, "prefill generic fp32")):
+        q, k, v, cu_q, cu_k = ragged([300, 77], [300, 77], 64, 8, 64, dtype)
+        want = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 300, 300, causal=True, sink_ptr=ref_sinks)
+        got = aiter_compat.flash_attn_varlen_func(g(q), g(k), g(v), g(cu_q), g(cu_k), 300, 300, causal=True,
+                                                  sink_ptr=gpu_sinks)
+        torch.cuda.synchronize()
+        record(f"{what}, {tag}", got, want, bound)
+    # tiled decode (sinks loaded first), split-KV with the merge, and the direct-load decode (an
+    # output whose head stride is no multiple of 8 keeps the tiled kernels off)
+    for ctx, odd_out, what in (([4096, 17, 300, 2048], False, "decode tiled"), ([32768], False, "decode split-KV"),
+                               ([3000, 40], True, "decode direct-load")):
+        q, kc, vc, table, used, _ = paged(ctx, [1] * len(ctx), 64, 8, 64, 16)
+        want = aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=0.125, sinks=ref_sinks)
+        out = torch.full((len(ctx), 64, 65), float("nan"), dtype=q.dtype, device=DEV)[..., :64] if odd_out else None
+        got = aiter_compat.paged_attention_decode(g(q), g(kc), g(vc), g(table), g(used), softmax_scale=0.125,
+                                                  sinks=gpu_sinks, out=out)
+        torch.cuda.synchronize()
+        record(f"{what}, {tag}", got, want, 1e-2)
+    # merge_attn_states adds the sink once
+    x, y = torch.randn(50, 64, 64, dtype=torch.bfloat16), torch.randn(50, 64, 64, dtype=torch.bfloat16)
+    lx, ly = torch.randn(64, 50), torch.randn(64, 50)
+    want = torch.empty_like(x)
+    aiter_compat.merge_attn_states(want, x, lx, y, ly, sinks=ref_sinks)
+    got = torch.full(x.shape, float("nan"), dtype=x.dtype, device=DEV)
+    aiter_compat.merge_attn_states(got, g(x), g(lx), g(y), g(ly), sinks=gpu_sinks)
+    torch.cuda.synchronize()
+    record(f"merge_attn_states, {tag}", got, want, 1e-2)

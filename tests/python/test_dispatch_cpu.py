@@ -5,6 +5,7 @@ import pytest
 
 import aiter_compat
 from attention_reference import attention
+from dlpack_arrays import bf16_values, bfloat16
 
 RNG = np.random.default_rng()
 TOL = {np.float32: 2e-5, np.float16: 2e-3}
@@ -168,3 +169,83 @@ def test_merge_attn_states_bad_inputs():
     with pytest.raises(aiter_compat.AiterCompatError) as info:
         aiter_compat.merge_attn_states(x.copy(), x, lse, x, lse, sinks=np.full(2, np.nan, np.float32))
     assert info.value.argument == "sinks"
+
+
+def sinks_in(dtype, values):
+    """The same sink logits in `dtype` (as engines pass them), and the float64 values it holds."""
+    if dtype == "bfloat16":
+        t = bfloat16(values)
+        return t, bf16_values(t.storage).astype(np.float64)
+    t = np.asarray(values).astype(dtype)
+    return t, t.astype(np.float64)
+
+
+SINK_DTYPES = ["float32", "float16", "bfloat16"]
+
+
+@pytest.mark.parametrize("sink_dtype", SINK_DTYPES)
+def test_sinks_in_the_models_dtype_every_op(sink_dtype):
+    """GPT-OSS keeps its sinks in bfloat16 and AITer takes them so: every entry point takes
+    float32, float16 and bfloat16 sinks and honours their values."""
+    hq, hk, d = 8, 2, 16
+    sinks, held = sinks_in(sink_dtype, RNG.standard_normal(hq) * 2)
+    # varlen prefill
+    q, k, v, cu_q, cu_k = ragged([5, 3], [5, 7], hq, hk, d, d, np.float32)
+    out, lse = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 5, 7, causal=True, sink_ptr=sinks,
+                                                   return_lse=True)
+    for b in range(2):
+        qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        want, want_lse = attention(q[qs], k[ks], v[ks], d ** -0.5, True, sink=held)
+        np.testing.assert_allclose(out[qs], want, atol=2e-5)
+        np.testing.assert_allclose(lse[:, qs], want_lse, rtol=1e-5, atol=1e-5)
+    # paged: unified_attention (extend) and paged_attention_decode
+    ctx, qlen = [9, 20], [3, 1]
+    q, kc, vc, table, used, cu_q, contiguous = paged_case(ctx, qlen, hq, hk, d, 16)
+    out = np.full(q.shape, np.nan, np.float32)
+    aiter_compat.unified_attention(q, kc, vc, out, cu_q, 3, used, 20, 0.25, True, (-1, -1), table, 0, None, None,
+                                   None, sinks=sinks)
+    for b in range(2):
+        qs = slice(cu_q[b], cu_q[b + 1])
+        want, _ = attention(q[qs], contiguous(kc, b), contiguous(vc, b), 0.25, True, sink=held)
+        np.testing.assert_allclose(out[qs], want, atol=2e-5)
+    q1 = q[[2, 3]]
+    out = aiter_compat.paged_attention_decode(q1, kc, vc, table, used, softmax_scale=0.25, sinks=sinks)
+    for b in range(2):
+        want, _ = attention(q1[b:b + 1], contiguous(kc, b), contiguous(vc, b), 0.25, True, sink=held)
+        np.testing.assert_allclose(out[b:b + 1], want, atol=2e-5)
+    # merge_attn_states: the sink enters once
+    x = RNG.standard_normal((4, hq, d)).astype(np.float32)
+    y = RNG.standard_normal((4, hq, d)).astype(np.float32)
+    lx = RNG.standard_normal((hq, 4)).astype(np.float32)
+    ly = RNG.standard_normal((hq, 4)).astype(np.float32)
+    merged, merged_lse = np.empty_like(x), np.empty((hq, 4), np.float32)
+    aiter_compat.merge_attn_states(merged, x, lx, y, ly, output_lse=merged_lse, sinks=sinks)
+    total = np.logaddexp(np.logaddexp(lx, ly), held[:, None])
+    np.testing.assert_allclose(merged_lse, total, rtol=1e-5, atol=1e-5)
+    want = x * np.exp(lx - total).T[:, :, None] + y * np.exp(ly - total).T[:, :, None]
+    np.testing.assert_allclose(merged, want, atol=2e-5)
+
+
+def test_bfloat16_sinks_equal_float32_sinks_of_the_same_values():
+    q, k, v, cu_q, cu_k = ragged([6], [6], 8, 2, 16, 16, np.float16)
+    sinks, held = sinks_in("bfloat16", RNG.standard_normal(8))
+    a = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 6, 6, causal=True, sink_ptr=sinks)
+    b = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 6, 6, causal=True, sink_ptr=held.astype(np.float32))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_nan_in_bfloat16_sinks_is_named():
+    q, k, v, cu_q, cu_k = ragged([2], [2], 4, 2, 8, 8, np.float32)
+    values = np.zeros(4, np.float32)
+    values[2] = np.nan
+    with pytest.raises(aiter_compat.AiterCompatError) as info:
+        aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 2, 2, sink_ptr=bfloat16(values))
+    assert info.value.argument == "sinks" and info.value.found == "NaN at head 2"
+
+
+def test_softmax_scale_as_a_zero_dim_array():
+    """AITer takes a scalar tensor for softmax_scale (its __float__); so do the fallbacks."""
+    q, k, v, cu_q, cu_k = ragged([4], [4], 4, 2, 8, 8, np.float32)
+    a = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 4, 4, softmax_scale=np.array(0.3, np.float32))
+    b = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 4, 4, softmax_scale=float(np.float32(0.3)))
+    np.testing.assert_array_equal(a, b)

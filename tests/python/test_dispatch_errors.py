@@ -5,6 +5,7 @@ import pytest
 
 import aiter_compat
 from aiter_compat import AiterCompatError
+from dlpack_arrays import RawArray
 
 RNG = np.random.default_rng()
 
@@ -40,7 +41,10 @@ VARLEN_BAD = [
     ("sinks length", lambda a: a.update(sink_ptr=np.zeros(4, np.float32)), "sinks", "[4]"),
     ("NaN sinks", lambda a: a.update(sink_ptr=np.full(8, np.nan, np.float32)), "sinks", "NaN"),
     ("inf sinks", lambda a: a.update(sink_ptr=np.full(8, np.inf, np.float32)), "sinks", "+inf"),
-    ("sinks bf16-like", lambda a: a.update(sink_ptr=np.zeros(8, np.float16)), "sinks", "float16"),
+    ("int8 sinks", lambda a: a.update(sink_ptr=np.zeros(8, np.int8)), "sinks", "dtype int8"),
+    ("float64 sinks", lambda a: a.update(sink_ptr=np.zeros(8, np.float64)), "sinks", "dtype float64"),
+    ("fp8 sinks", lambda a: a.update(sink_ptr=RawArray(np.zeros(8, np.uint8), "float8_e4m3fn")), "sinks",
+     "dtype float8_e4m3fn"),
     ("out overlapping q", lambda a: a.update(out=a["q"]), "out", "overlapping q"),
     ("out wrong shape", lambda a: a.update(out=np.zeros((6, 8, 8), np.float32)), "out", "[6, 8, 8]"),
     ("read-only out", lambda a: a.update(out=np.broadcast_to(np.zeros((1, 8, 16), np.float32), (6, 8, 16))), "out",

@@ -66,6 +66,7 @@ def test_vllm_calls_on_every_release(fixture_pkg, version):
                 assert r["route"] == "aiter", (name, reasons(r))
                 assert set(r["received"]) <= set(unified["params"])
                 assert ("sinks" in r["received"]) == ("+sinks" in name)
+                assert r["same_objects"], name  # bf16 sinks too: AITer gets exactly what was passed
             else:
                 assert r["route"] == "error"
                 assert "unified_attention is not in this install" in " ".join(reasons(r))

@@ -31,12 +31,19 @@ def gpt_oss(head_dim=64, tokens=256, heads=64, kv_heads=8):
     return q, k, v, cu
 
 
+def sinks_of(sinks):
+    """None, or GPT-OSS's 64 sinks in float32 or in the model's bfloat16 (sinks="bfloat16")."""
+    if not sinks:
+        return None
+    return RocmTensor(64, dtype=sinks if isinstance(sinks, str) else "float32")
+
+
 def prefill(sinks, window=None, head_dim=64, return_lse=False, causal=True):
     q, k, v, cu = gpt_oss(head_dim)
     return dict(q=q, k=k, v=v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=128, max_seqlen_k=128,
                 min_seqlen_q=1, dropout_p=0.0, softmax_scale=0.125, causal=causal,
                 window_size=window or (-1, -1), alibi_slopes=None, return_lse=return_lse,
-                out=RocmTensor(256, 64, head_dim), sink_ptr=RocmTensor(64, dtype="float32") if sinks else None)
+                out=RocmTensor(256, 64, head_dim), sink_ptr=sinks_of(sinks))
 
 
 def decode(sinks, window=(-1, -1)):
@@ -45,7 +52,7 @@ def decode(sinks, window=(-1, -1)):
     return dict(q=q, k=cache, v=cache, out=RocmTensor(4, 64, 64), cu_seqlens_q=RocmTensor(5, dtype="int32"),
                 max_seqlen_q=1, seqused_k=RocmTensor(4, dtype="int32"), max_seqlen_k=4096, softmax_scale=0.125,
                 causal=True, window_size=window, block_table=RocmTensor(4, 256, dtype="int32"), softcap=0,
-                q_descale=None, k_descale=None, v_descale=None, sinks=RocmTensor(64, dtype="float32") if sinks else None)
+                q_descale=None, k_descale=None, v_descale=None, sinks=sinks_of(sinks))
 
 
 CALLS = {
@@ -55,9 +62,11 @@ CALLS = {
     "extend_new+sinks": ("flash_attn_varlen_func", lambda: prefill(True, return_lse=True)),
     "extend_cached+sinks": ("flash_attn_varlen_func", lambda: prefill(True, return_lse=True, causal=False)),
     "prefill_hd128+sinks": ("flash_attn_varlen_func", lambda: prefill(True, head_dim=128)),
+    "prefill+sinks_bf16": ("flash_attn_varlen_func", lambda: prefill("bfloat16")),
     "decode": ("unified_attention", lambda: decode(False)),
     "decode+sinks": ("unified_attention", lambda: decode(True)),
     "sliding_decode+sinks": ("unified_attention", lambda: decode(True, window=(127, 0))),
+    "decode+sinks_bf16": ("unified_attention", lambda: decode("bfloat16")),
 }
 
 
