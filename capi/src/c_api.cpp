@@ -14,7 +14,7 @@
 #include "aiter_compat/shim/router.hpp"
 #include "aiter_compat/shim/validate.hpp"
 #include "embedded_python_reader.hpp"
-#include "launcher.hpp"
+#include "aiter_compat/shim/gpu_runner.hpp"
 #include "reference_attention.hpp"
 
 namespace aiter_compat::capi {
@@ -212,7 +212,7 @@ extern "C" aiter_compat_status aiter_compat_varlen_attention(const aiter_compat_
           validate_varlen(c.args, true);
           cpu::varlen_attention(c.args);
         },
-        [&] { gpu::varlen_attention(c.args, stream); });  // metadata checked in prepare_varlen
+        [&] { run_gpu(c.args, stream); });  // metadata checked in prepare_varlen
   });
 }
 
@@ -270,6 +270,6 @@ extern "C" aiter_compat_status aiter_compat_paged_attention(const aiter_compat_p
           validate_paged(p, true);
           cpu::paged_attention(p);
         },
-        [&] { gpu::paged_attention(p, stream); });
+        [&] { run_gpu(p, stream); });
   });
 }

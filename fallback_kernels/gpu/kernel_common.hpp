@@ -24,9 +24,9 @@ template <> struct Elem<BF16> {
 // Head h's sink (natural-log units) in the sinks' own dtype; -inf without sinks.
 AC_DEVICE float ac_sink(const void* sinks, int32_t type, int64_t stride, int32_t h) {
   if (!sinks) return -AC_INFINITY;
-  if (type == AC_SINK_F32) return static_cast<const float*>(sinks)[h * stride];
+  if (type == AC_DTYPE_F32) return static_cast<const float*>(sinks)[h * stride];
   const uint16_t bits = static_cast<const uint16_t*>(sinks)[h * stride];
-  return type == AC_SINK_F16 ? ac_half_to_float(bits) : ac_bf16_to_float(bits);
+  return type == AC_DTYPE_F16 ? ac_half_to_float(bits) : ac_bf16_to_float(bits);
 }
 AC_DEVICE float ac_sink(const ac_attention_params& p, int32_t h) { return ac_sink(p.sinks, p.sink_type, p.sink_stride, h); }
 

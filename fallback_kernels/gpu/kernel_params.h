@@ -14,10 +14,11 @@
 #define AC_DECODE_MAX_GROUP 8   // decode kernel: query heads per KV head it takes
 #define AC_DECODE_UNROLL 4      // decode kernel: keys per thread group per step
 
-// Element types of the sinks, read in the caller's dtype (GPT-OSS keeps them in bf16).
-#define AC_SINK_F32 0
-#define AC_SINK_F16 1
-#define AC_SINK_BF16 2
+// Element types, as the host names them to the kernels (the sinks are read in the caller's
+// dtype: GPT-OSS keeps them in bf16) and as the kernel table lists what each kernel takes.
+#define AC_DTYPE_F32 0
+#define AC_DTYPE_F16 1
+#define AC_DTYPE_BF16 2
 
 // Tiled (matrix-instruction) kernels: three shapes per head dim. "rows" puts the warps on query
 // rows (prefill, extend); "keys" gives all warps the same 16 rows and splits each key tile
@@ -81,7 +82,7 @@ typedef struct {
   int32_t hq, hk, head_dim, head_dim_v, block_size;
   int32_t num_splits, paged, causal, window_left, window_right;
   int32_t uniform_q, uniform_k;  // without cu_seqlens: every sequence has this many queries / keys
-  int32_t sink_type;             // AC_SINK_*
+  int32_t sink_type;             // AC_DTYPE_*
   float scale;
 } ac_attention_params;
 

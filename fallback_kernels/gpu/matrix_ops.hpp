@@ -55,10 +55,10 @@ AC_DEVICE uint16_t ac_load_now_u16(const uint16_t* src, bool valid, uint16_t oth
 // A sink (element `index` of sinks, in its own dtype) where valid, else -inf: both widths as
 // predicated loads issued where they stand, no branch; converted at the value's first use.
 AC_DEVICE float ac_load_sink_now(const void* sinks, int32_t type, int64_t index, bool valid) {
-  const float f = ac_load_now(static_cast<const float*>(sinks) + index, valid && type == AC_SINK_F32, -AC_INFINITY);
-  const uint16_t h = ac_load_now_u16(static_cast<const uint16_t*>(sinks) + index, valid && type != AC_SINK_F32, 0);
-  const float narrow = type == AC_SINK_F16 ? ac_half_to_float(h) : ac_bf16_to_float(h);
-  return type == AC_SINK_F32 || !valid ? f : narrow;
+  const float f = ac_load_now(static_cast<const float*>(sinks) + index, valid && type == AC_DTYPE_F32, -AC_INFINITY);
+  const uint16_t h = ac_load_now_u16(static_cast<const uint16_t*>(sinks) + index, valid && type != AC_DTYPE_F32, 0);
+  const float narrow = type == AC_DTYPE_F16 ? ac_half_to_float(h) : ac_bf16_to_float(h);
+  return type == AC_DTYPE_F32 || !valid ? f : narrow;
 }
 
 // Block barrier that also returns whether `pred` held for any thread of the block.

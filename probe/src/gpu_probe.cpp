@@ -1,5 +1,7 @@
 #include "aiter_compat/probe/gpu_probe.hpp"
 
+#include "aiter_compat/gpu_runtime/runtime.hpp"
+
 #include <dlfcn.h>
 #include <link.h>
 
@@ -12,132 +14,8 @@
 #include <vector>
 
 namespace aiter_compat {
-namespace {
 
-// The few runtime entry points the probe needs, bound by name at run time so the library has no
-// link-time dependency on either vendor's runtime. Both APIs return 0 on success.
-using GetCountFn = int (*)(int*);
-using CuInitFn = int (*)(unsigned);
-using CuDeviceGetFn = int (*)(int*, int);
-using CuAttrFn = int (*)(int*, int, int);
-using CuNameFn = int (*)(char*, int, int);
-using HipPropsFn = int (*)(void*, int);
-using ErrNameFn = const char* (*)(int);
-using CuErrNameFn = int (*)(int, const char**);
-
-struct RuntimeLibrary {
-  const char* vendor;
-  std::vector<const char*> names;  // sonames, most specific first
-};
-
-const std::vector<RuntimeLibrary>& runtime_libraries() {
-  static const std::vector<RuntimeLibrary> libs = {
-      {"amd", hip_library_names()},
-      {"nvidia", cuda_library_names()},
-  };
-  return libs;
-}
-
-
-bool query_amd(void* h, DeviceReport& dev, std::string& result) {
-  auto count_fn = reinterpret_cast<GetCountFn>(dlsym(h, "hipGetDeviceCount"));
-  auto err_name = reinterpret_cast<ErrNameFn>(dlsym(h, "hipGetErrorName"));
-  if (!count_fn) {
-    result = "no hipGetDeviceCount symbol";
-    return false;
-  }
-  int count = 0;
-  if (int rc = count_fn(&count); rc != 0 || count <= 0) {
-    result = "no device (" + std::string(rc && err_name ? err_name(rc) : "0 devices") + ")";
-    return false;
-  }
-  dev.vendor = "amd";
-  dev.count = count;
-  auto props = reinterpret_cast<HipPropsFn>(dlsym(h, "hipGetDevicePropertiesR0600"));
-  if (!props) props = reinterpret_cast<HipPropsFn>(dlsym(h, "hipGetDeviceProperties"));
-  alignas(16) static thread_local unsigned char buf[16384];
-  std::memset(buf, 0, sizeof buf);
-  if (props && props(buf, 0) == 0) {
-    dev.name = std::string(reinterpret_cast<const char*>(buf), strnlen(reinterpret_cast<const char*>(buf), 256));
-    dev.arch = gfx_arch_from_properties(buf, sizeof buf);
-  }
-  result = std::to_string(count) + " device(s)";
-  return true;
-}
-
-bool query_nvidia(void* h, DeviceReport& dev, std::string& result) {
-  auto init = reinterpret_cast<CuInitFn>(dlsym(h, "cuInit"));
-  auto count_fn = reinterpret_cast<GetCountFn>(dlsym(h, "cuDeviceGetCount"));
-  auto get = reinterpret_cast<CuDeviceGetFn>(dlsym(h, "cuDeviceGet"));
-  auto attr = reinterpret_cast<CuAttrFn>(dlsym(h, "cuDeviceGetAttribute"));
-  auto name = reinterpret_cast<CuNameFn>(dlsym(h, "cuDeviceGetName"));
-  auto err_name = reinterpret_cast<CuErrNameFn>(dlsym(h, "cuGetErrorName"));
-  if (!init || !count_fn || !get || !attr || !name) {
-    result = "missing driver API symbols";
-    return false;
-  }
-  auto describe = [&](int rc) {
-    const char* text = nullptr;
-    if (err_name) err_name(rc, &text);
-    return std::string(text ? text : "CUDA error " + std::to_string(rc));
-  };
-  if (int rc = init(0); rc != 0) {
-    result = "cuInit failed (" + describe(rc) + ")";
-    return false;
-  }
-  int count = 0;
-  if (int rc = count_fn(&count); rc != 0 || count <= 0) {
-    result = "no device (" + (rc ? describe(rc) : std::string("0 devices")) + ")";
-    return false;
-  }
-  int d = 0, major = 0, minor = 0;
-  get(&d, 0);
-  attr(&major, 75, d);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-  attr(&minor, 76, d);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
-  char buf[256] = {};
-  name(buf, sizeof buf - 1, d);
-  dev.vendor = "nvidia";
-  dev.count = count;
-  dev.name = buf;
-  dev.arch = "sm_" + std::to_string(major * 10 + minor);
-  result = std::to_string(count) + " device(s)";
-  return true;
-}
-
-bool query(const RuntimeLibrary& lib, void* h, DeviceReport& dev, std::string& result) {
-  return std::strcmp(lib.vendor, "amd") == 0 ? query_amd(h, dev, result) : query_nvidia(h, dev, result);
-}
-
-}  // namespace
-
-const std::vector<const char*>& hip_library_names() {
-  static const std::vector<const char*> names = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
-                                                 "libamdhip64.so.5"};
-  return names;
-}
-
-const std::vector<const char*>& cuda_library_names() {
-  static const std::vector<const char*> names = {"libcuda.so.1", "libcuda.so"};
-  return names;
-}
-
-std::string library_path(void* handle, const char* fallback) {
-  link_map* map = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name) return map->l_name;
-  return fallback;
-}
-
-// gcnArchName sits at different offsets in the R0000 and R0600 layouts of hipDeviceProp_t; it is
-// the only field that holds a "gfx" string, so it is found by content in a generous buffer.
-std::string gfx_arch_from_properties(const unsigned char* buf, size_t size) {
-  for (size_t i = 0; i + 4 < size; ++i) {
-    if (std::memcmp(buf + i, "gfx", 3) != 0 || (i > 0 && buf[i - 1] != 0)) continue;
-    size_t end = i + 3;
-    while (end < size && (std::isalnum(buf[end]) != 0)) ++end;
-    if (end > i + 3) return std::string(reinterpret_cast<const char*>(buf + i), end - i);
-  }
-  return {};
-}
+using gpu::Vendor;
 
 namespace {
 
@@ -182,34 +60,40 @@ void report_other_copies(DeviceReport& dev) {
 
 DeviceReport probe_device() {
   DeviceReport dev;
-  // First a runtime the process already has (torch's, say), then each library by name.
-  std::set<std::string> answered;  // vendors whose runtime already said "no device"
-  for (int pass = 0; pass < 2 && !dev.present; ++pass) {
-    for (const auto& lib : runtime_libraries()) {
-      if (answered.count(lib.vendor)) continue;
-      for (const char* soname : lib.names) {
-        void* h = dlopen(soname, RTLD_NOW | RTLD_LOCAL | (pass == 0 ? RTLD_NOLOAD : 0));
-        if (!h) {
-          if (pass == 1) {
-            const char* err = dlerror();
-            dev.attempts.push_back({soname, "dlopen", err ? err : "not found"});
-          }
-          continue;
-        }
-        std::string result;
-        bool ok = query(lib, h, dev, result);
-        dev.attempts.push_back({library_path(h, soname), pass == 0 ? "already loaded" : "dlopen", result});
-        if (ok) {
-          dev.present = true;
-          dev.runtime = library_path(h, soname);
-          dev.how_found = pass == 0 ? "already loaded in this process" : "dlopen by name";
-          break;  // the handle stays open: the runtime is in use from here on
-        }
-        dlclose(h);
-        answered.insert(lib.vendor);
-        break;  // one soname per vendor answered; the others are the same library
+  // The runtime the process already has first (torch's), then each by name: binding loads the
+  // library, and a runtime of the other vendor would be loaded for nothing.
+  std::vector<Vendor> order = {Vendor::amd, Vendor::nvidia};
+  if (gpu::already_loaded(Vendor::nvidia) && !gpu::already_loaded(Vendor::amd)) std::swap(order[0], order[1]);
+  for (Vendor v : order) {
+    const bool nvidia = v == Vendor::nvidia;
+    const auto& attempts = nvidia ? gpu::cuda().attempts : gpu::hip().attempts;  // binds the table once
+    const std::string& error = nvidia ? gpu::cuda().error : gpu::hip().error;
+    const std::string& library = nvidia ? gpu::cuda().library : gpu::hip().library;
+    for (const auto& a : attempts) dev.attempts.push_back({a.library, a.how, a.result});
+    if (!error.empty() || library.empty()) continue;
+    RuntimeAttempt& bound = dev.attempts.back();
+    try {
+      const int count = gpu::device_count(v);
+      if (count <= 0) {
+        bound.result = "no device (0 devices)";
+        continue;
       }
-      if (dev.present) break;
+      const gpu::DeviceInfo first = gpu::device_info(v, 0);
+      dev.archs.push_back(first.arch);
+      for (int d = 1; d < count; ++d) dev.archs.push_back(gpu::device_info(v, d).arch);
+      dev.present = true;
+      dev.vendor = gpu::to_string(v);
+      dev.count = count;
+      dev.name = first.name;
+      dev.arch = first.arch;
+      dev.multiprocessors = first.multiprocessors;
+      dev.runtime = library;
+      dev.how_found = nvidia ? gpu::cuda().how_found : gpu::hip().how_found;
+      bound.result = std::to_string(count) + " device(s)";
+      break;
+    } catch (const gpu::GpuError& e) {
+      bound.result = e.what();
+      dev.archs.clear();
     }
   }
   report_other_copies(dev);

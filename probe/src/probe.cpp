@@ -4,7 +4,8 @@
 #include <algorithm>
 
 #include "aiter_compat/probe/gpu_probe.hpp"
-#include "code_objects.hpp"
+#include "aiter_compat/gpu_runtime/code_objects.hpp"
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
 #include "aiter_compat/probe/native_probe.hpp"
 #include "aiter_compat/probe/op_table.hpp"
 
@@ -112,7 +113,8 @@ ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
   if (options.native)
     report.native = probe_native({report.aiter.path, options.dlopen, 10000});
   if (options.device) report.device = probe_device();
-  for (const auto& family : kernel_families()) {
+  for (const auto& family : gpu::kernel_rows()) {
+    if (family.device != gpu::KernelDevice::gpu) continue;
     FallbackKernel k{family.name, {}, false};
     for (const auto& object : code_objects()) {
       if (!family.built_for(object.arch)) continue;

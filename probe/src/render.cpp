@@ -76,7 +76,8 @@ json to_json(const ProbeReport& r) {
   const auto& d = r.device;
   j["device"] = {{"present", d.present},         {"vendor", null_if_empty(d.vendor)},
                  {"arch", d.present ? json(d.arch) : json("none")},
-                 {"name", null_if_empty(d.name)}, {"count", d.count},
+                 {"name", null_if_empty(d.name)}, {"count", d.count}, {"archs", d.archs},
+                 {"multiprocessors", d.multiprocessors},
                  {"runtime", null_if_empty(d.runtime)}, {"how_found", null_if_empty(d.how_found)},
                  {"reason", null_if_empty(d.reason)},   {"attempts", attempts}};
   j["quirks"] = json::array();

@@ -4,7 +4,7 @@
 
 #include "aiter_compat/shim/errors.hpp"
 #include "aiter_compat/shim/validate.hpp"
-#include "launcher.hpp"
+#include "aiter_compat/shim/gpu_runner.hpp"
 #include "reference_attention.hpp"
 #include "tensor_bridge.hpp"
 
@@ -57,7 +57,7 @@ void without_gil(F&& f) {
 // Runs on the route's kernels: the GPU ones with the GIL released (they only enqueue).
 template <typename Args>
 void execute(const Route& route, Args& a, PyObject* like, const TensorView& like_view, void (*cpu_kernel)(const Args&),
-             void (*gpu_kernel)(const Args&, void*), void (*check_args)(const Args&, bool)) {
+             gpu::KernelId (*gpu_kernel)(const Args&, void*), void (*check_args)(const Args&, bool)) {
   if (route.kind == RouteKind::fallback_gpu) {
     check_args(a, false);  // contents live on the GPU; the kernels clamp every index
     void* stream = current_stream(like, like_view);  // the framework's current stream
@@ -109,7 +109,7 @@ Ref varlen(const BoundCall& c, const CallFeatures& f, const Route& route) {
     lse = empty_like(q, shape, true);
     a.lse = t.add("lse", lse.get());
   }
-  execute<VarlenArgs>(route, a, q, a.q, cpu::varlen_attention, gpu::varlen_attention, validate_varlen);
+  execute<VarlenArgs>(route, a, q, a.q, cpu::varlen_attention, run_gpu, validate_varlen);
   if (!lse) return out;
   return check(PyTuple_Pack(2, out.get(), lse.get()));
 }
@@ -159,7 +159,7 @@ Ref paged(const BoundCall& c, const CallFeatures& f, const Route& route) {
     lse = empty_like(q, {a.q.shape[1], a.q.shape[0]}, true);
     a.lse = t.add("lse", lse.get());
   }
-  execute<PagedArgs>(route, a, q, a.q, cpu::paged_attention, gpu::paged_attention, validate_paged);
+  execute<PagedArgs>(route, a, q, a.q, cpu::paged_attention, run_gpu, validate_paged);
   if (!decode) return Ref::borrow(Py_None);
   if (!lse) return out;
   return check(PyTuple_Pack(2, out.get(), lse.get()));
@@ -175,7 +175,7 @@ Ref merge(const BoundCall& c, const Route& route) {
   a.suffix_lse = t.add("suffix_lse", c.value("suffix_lse"));
   a.output_lse = t.add("output_lse", c.value("output_lse"));
   a.sinks = t.add("sinks", c.value("sinks"));
-  execute<MergeArgs>(route, a, c.value("output"), a.output, cpu::merge_states, gpu::merge_states, validate_merge);
+  execute<MergeArgs>(route, a, c.value("output"), a.output, cpu::merge_states, run_gpu, validate_merge);
   return Ref::borrow(Py_None);
 }
 

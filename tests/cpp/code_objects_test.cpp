@@ -6,7 +6,8 @@
 #include <sstream>
 
 #include "aiter_compat/probe/elf_reader.hpp"
-#include "code_objects.hpp"
+#include "aiter_compat/gpu_runtime/code_objects.hpp"
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
 
 using namespace aiter_compat;
 
@@ -19,7 +20,7 @@ TEST(CodeObjects, EveryArchHoldsItsKernels) {
     ElfExports elf = parse_elf_functions(object.data, object.size);
     ASSERT_TRUE(elf.ok) << object.arch << ": " << elf.error;
     EXPECT_EQ(elf.machine, std::string(object.arch).rfind("gfx", 0) == 0 ? "amdgpu" : "cuda") << object.arch;
-    for (const auto& family : kernel_families())
+    for (const auto& family : gpu::kernel_rows())
       for (const auto& fn : family.functions) {
         const bool has = std::find(elf.symbols.begin(), elf.symbols.end(), fn) != elf.symbols.end();
         if (family.built_for(object.arch)) EXPECT_TRUE(has) << object.arch << " lacks " << fn;

@@ -2,7 +2,7 @@
 // Helpers of the launcher tests that run against stand-in GPU runtimes.
 #include <string>
 
-#include "code_objects.hpp"
+#include "aiter_compat/gpu_runtime/code_objects.hpp"
 #include "fake_runtimes/fake_launch.h"
 
 namespace aiter_compat::testing_support {

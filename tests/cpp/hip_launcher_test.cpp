@@ -8,7 +8,8 @@
 #include "aiter_compat/probe/gpu_probe.hpp"
 #include "gpu_test_support.hpp"
 #include "host_tensor.hpp"
-#include "launcher.hpp"
+#include "aiter_compat/gpu_runtime/launch.hpp"
+#include "aiter_compat/shim/gpu_runner.hpp"
 
 using namespace aiter_compat;
 using namespace aiter_compat::testing_support;
@@ -25,7 +26,7 @@ TEST(HipLauncher, ProbeFindsTheArchByContent) {
   EXPECT_EQ(d.vendor, "amd");
   EXPECT_EQ(d.arch, "gfx942");
   EXPECT_EQ(d.name, "AMD Instinct MI300X");
-  EXPECT_EQ(gpu::device_arch(DeviceKind::rocm, 0), "gfx942");
+  EXPECT_EQ(gpu::device_arch(gpu::Vendor::amd, 0), "gfx942");
 }
 
 TEST(HipLauncher, SecondRuntimeInTheProcessIsReported) {
@@ -54,7 +55,7 @@ TEST(HipLauncher, DecodeOnGfx942) {
   for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) t->view.device = DeviceKind::rocm;
   a.q = q.view, a.k_cache = kc.view, a.v_cache = vc.view, a.out = out.view, a.block_table = table.view;
   a.seqused_k = used.view, a.cu_seqlens_q = cu.view, a.one_query_per_sequence = true, a.max_seqlen_k = ctx;
-  gpu::paged_attention(a, nullptr);
+  run_gpu(a, nullptr);
   void* lib = dlopen("libamdhip64.so", RTLD_NOW);
   ASSERT_NE(lib, nullptr);
   auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));

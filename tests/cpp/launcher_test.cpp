@@ -11,7 +11,8 @@
 #include "aiter_compat/probe/gpu_probe.hpp"
 #include "gpu_test_support.hpp"
 #include "host_tensor.hpp"
-#include "launcher.hpp"
+#include "aiter_compat/gpu_runtime/launch.hpp"
+#include "aiter_compat/shim/gpu_runner.hpp"
 
 using namespace aiter_compat;
 using namespace aiter_compat::testing_support;
@@ -67,7 +68,7 @@ TEST(Launcher, GpuProbeBindsTheRuntime) {
   EXPECT_EQ(d.arch, "sm_90");
   EXPECT_EQ(d.name, "Fake H200");
   EXPECT_EQ(d.count, 2);
-  EXPECT_EQ(gpu::device_arch(DeviceKind::cuda, 1), "sm_80");
+  EXPECT_EQ(gpu::device_arch(gpu::Vendor::nvidia, 1), "sm_80");
 }
 
 TEST(Launcher, DecodeKernelAndSplits) {
@@ -75,7 +76,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
   Fake fake;
   fake.reset();
   DecodeCase batch64(64, 4096);
-  gpu::paged_attention(batch64.args, nullptr);
+  run_gpu(batch64.args, nullptr);
   // One token's 8 query heads of a KV group fill one 16-row tile: the "keys" shape. 512 blocks
   // fill most of one wave (4 per multiprocessor x 132): not split, no merge.
   ASSERT_EQ(fake.launches(), 1);
@@ -88,14 +89,14 @@ TEST(Launcher, DecodeKernelAndSplits) {
 
   fake.reset();
   DecodeCase sixteen(16, 4096);  // 128 blocks: 4 splits of 1024 keys make one wave of 512
-  gpu::paged_attention(sixteen.args, nullptr);
+  run_gpu(sixteen.args, nullptr);
   ASSERT_EQ(fake.launches(), 2);
   EXPECT_EQ(fake.launch(0)->grid[2], 16u * 4);
   EXPECT_STREQ(fake.launch(1)->name, "ac_merge_bf16");  // the sink enters here, once
 
   fake.reset();
   DecodeCase one(1, 32768);
-  gpu::paged_attention(one.args, nullptr);
+  run_gpu(one.args, nullptr);
   ASSERT_EQ(fake.launches(), 2);
   EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
   EXPECT_EQ(fake.launch(0)->grid[2], 64u);  // 66 fit one wave: capped at 64 splits (512 keys each)
@@ -109,7 +110,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
 
   fake.reset();
   fake.set_capturing(1);  // under graph capture: the default pool (a graph allocation node)
-  gpu::paged_attention(one.args, nullptr);
+  run_gpu(one.args, nullptr);
   fake.set_capturing(0);
   EXPECT_EQ(fake.pool_allocations(), 0);
   EXPECT_EQ(fake.allocations(), 1);
@@ -118,7 +119,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
   fake.reset();
   DecodeCase window(4, 4096);
   window.args.window = {127, 0};
-  gpu::paged_attention(window.args, nullptr);
+  run_gpu(window.args, nullptr);
   ASSERT_EQ(fake.launches(), 1);  // 128 keys: too few to split
   EXPECT_EQ(fake.launch(0)->grid[2], 4u);
 
@@ -126,7 +127,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
   DecodeCase extend(4, 4096);  // 300 new tokens per sequence: 2400 rows of 128
   extend.args.one_query_per_sequence = false;
   extend.args.max_seqlen_q = 300;
-  gpu::paged_attention(extend.args, nullptr);
+  run_gpu(extend.args, nullptr);
   // sm_90: the "rows" tiles on the warpgroup MMA, two warpgroups of 64 rows.
   EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_wgmma_paged_bf16_d64");
   EXPECT_EQ(fake.launch(0)->grid[0], 19u);
@@ -135,7 +136,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
 
   fake.reset();
   DecodeCase wide(1, 4096, DType::f32);  // the decode kernel takes f16/bf16: the generic one runs
-  gpu::paged_attention(wide.args, nullptr);
+  run_gpu(wide.args, nullptr);
   EXPECT_STREQ(fake.launch(0)->name, "ac_attention_f32");
   EXPECT_EQ(fake.launch(0)->block[0], 128u);
 }
@@ -151,7 +152,7 @@ TEST(Launcher, PrefillKernelFollowsNoWgmma) {
   DecodeCase extend(4, 4096, DType::f16);
   extend.args.one_query_per_sequence = false;
   extend.args.max_seqlen_q = 300;
-  gpu::paged_attention(extend.args, nullptr);
+  run_gpu(extend.args, nullptr);
   EXPECT_STREQ(fake.launch(0)->name, mma_sync ? "ac_tiled_rows_paged_f16_d64" : "ac_tiled_wgmma_paged_f16_d64");
   EXPECT_EQ(fake.launch(0)->block[0], mma_sync ? 128u : 256u);
   EXPECT_EQ(fake.launch(0)->grid[0], 19u);  // 128-row tiles either way
@@ -161,12 +162,12 @@ TEST(Launcher, OneModulePerDeviceAndNoneForAnotherArch) {
   if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
   Fake fake;
   DecodeCase a(4, 100), b(4, 100);
-  gpu::paged_attention(a.args, nullptr);
-  gpu::paged_attention(b.args, nullptr);
+  run_gpu(a.args, nullptr);
+  run_gpu(b.args, nullptr);
   EXPECT_EQ(fake.module_loads(0), 1);  // loaded once, functions cached
   DecodeCase other(4, 100, DType::bf16, 64, /*device=*/1);
   try {
-    gpu::paged_attention(other.args, nullptr);
+    run_gpu(other.args, nullptr);
     FAIL() << "device 1 (sm_80) has no code object";
   } catch (const gpu::GpuError& e) {
     EXPECT_NE(std::string(e.what()).find("no fallback code object for sm_80 (built for: "), std::string::npos)

@@ -26,6 +26,12 @@ EXPORT int hipGetDevicePropertiesR0600(void* props, int d) {
   strcpy((char*)props + 1160, "gfx942:sramecc+:xnack-");
   return 0;
 }
+EXPORT int hipRuntimeGetVersion(int* v) { *v = 60443484; return 0; }
+EXPORT int hipDeviceGetAttribute(int* v, int attr, int d) {
+  if (d != 0) return 101;
+  *v = attr == 63 ? 304 : 0; /* hipDeviceAttributeMultiprocessorCount: MI300X's 304 CUs */
+  return 0;
+}
 EXPORT const char* hipGetErrorName(int rc) { return rc ? "hipErrorFake" : "hipSuccess"; }
 EXPORT const char* hipGetErrorString(int rc) { return rc ? "fake HIP error" : "no error"; }
 EXPORT int hipModuleLoadData(void** module, const void* image) {

@@ -25,6 +25,7 @@ EXPORT void fake_cuda_set_capturing(int on) { capturing = on; }
 EXPORT void fake_cuda_reset(void) { launch_count = allocations = pool_allocations = frees = 0; }
 
 EXPORT int cuInit(unsigned flags) { (void)flags; return 0; }
+EXPORT int cuDriverGetVersion(int* v) { *v = 13000; return 0; }
 EXPORT int cuDeviceGetCount(int* n) { *n = 2; return 0; }
 EXPORT int cuDeviceGet(int* dev, int ordinal) {
   if (ordinal < 0 || ordinal > 1) return 101; /* CUDA_ERROR_INVALID_DEVICE */

@@ -72,6 +72,8 @@ struct DeviceReport {
   std::string arch;     // gfx942, sm_90, ...
   std::string name;
   int count = 0;
+  int multiprocessors = 0;          // of device 0
+  std::vector<std::string> archs;   // of every device, by index (hosts may mix GPUs)
   std::string runtime;  // path of the bound runtime library
   std::string how_found;
   std::string reason;   // why none

@@ -1,0 +1,88 @@
+#pragma once
+// The fallback kernels as data: one row per family (each tiled shape, the direct-load decode,
+// the generic kernel, the split merge, merge_attn_states, and the CPU reference), filled from
+// the constants the kernels compile with (kernel_params.h). Two questions are asked of a row,
+// in the manner of CUTLASS's can_implement:
+//   - route_reasons(query): what a call's features show (dtype, head dims, grouping, block
+//     size, arch, features such as softcap) — every reason the row cannot take it;
+//   - launch_fits(params): the call's actual tensors (alignment, strides, lengths), for the
+//     launcher's choice among the rows that routing accepted.
+// The generic GPU row fits every launch of a call that any GPU row routes: the launcher never
+// refuses what routing accepted.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernel_params.h"
+
+namespace aiter_compat::gpu {
+
+// What a kernel may be asked for beyond plain attention, as bits; a row lists those it takes.
+enum KernelFeature : uint32_t {
+  kSoftcap = 1u << 0,
+  kDropout = 1u << 1,
+  kBias = 1u << 2,
+  kAlibi = 1u << 3,
+  kDescale = 1u << 4,          // fp8 descales, q_scales, output_scale
+  kAttnProbs = 1u << 5,        // return_attn_probs
+  kPaddedSeqlens = 1u << 6,    // cu_seqlens_*_padded
+  kPagedVarlen = 1u << 7,      // flash_attn_varlen_func with a block_table
+  kStreamingSink = 1u << 8,    // window_size's sink_size > 0 (StreamingLLM)
+  kBatchVarlen = 1u << 9,      // flash_attn_func with cu_seqlens
+  kShuffledCache = 1u << 10,   // shuffled_kv_cache, skip_reduce
+};
+std::string feature_name(KernelFeature f);
+
+enum class KernelOp : uint8_t { attention, split_merge, merge_states };
+enum class KernelDevice : uint8_t { gpu, cpu };
+enum class KernelId : uint8_t {
+  tiled_keys, tiled_wgmma, tiled_rows, decode, generic, split_merge, merge_states, cpu_reference
+};
+
+// What routing knows of a call: its features, the kernel's way.
+struct KernelQuery {
+  KernelOp op = KernelOp::attention;
+  int dtype = -1;            // AC_DTYPE_*, -1 for any other
+  int head_dim = 0, head_dim_v = 0;
+  int q_heads = 0, kv_heads = 0;
+  int block_size = 0;        // paged KV only; 0: contiguous
+  uint32_t features = 0;     // KernelFeature bits the call asks for
+  bool batch_contiguous = true;  // batch layout: every sequence one token stride after the last
+  std::string arch;          // of the device the tensors are on ("" for the CPU)
+};
+
+struct KernelRow {
+  KernelId id;
+  std::string name;        // what the probe and explain() report: "tiled_keys", "decode", ...
+  std::string summary;
+  KernelDevice device;
+  KernelOp op;
+  std::vector<int> dtypes;       // AC_DTYPE_*
+  std::vector<int> head_dims;    // the head dims it is built for; empty: any up to max_head_dim
+  int max_head_dim = 0;          // 0: no limit
+  bool equal_head_dims = false;  // D == Dv only
+  int max_group = 0;             // query heads per KV head; 0: no limit
+  uint32_t features = 0;         // KernelFeature bits it takes
+  std::string arch_prefix;       // the archs it is built for start with this ("" = every arch)
+  std::vector<std::string> functions;  // its entry points in each code object built for those archs
+  bool built_for(const std::string& arch) const { return device == KernelDevice::gpu && arch.rfind(arch_prefix, 0) == 0; }
+  std::vector<std::string> route_reasons(const KernelQuery& q) const;
+};
+
+// Every row, in the launcher's order of preference within an op (fastest first).
+const std::vector<KernelRow>& kernel_rows();
+const KernelRow& kernel_row(KernelId id);
+
+// The tiled kernels' shapes: rows (prefill, extend), keys (decode), wgmma (rows on Hopper's
+// warpgroup MMA, sm_90 only), and the one spelling of their names:
+// ac_tiled_{rows,keys,wgmma}[_paged]_{bf16,f16}_d{64,128}.
+ac_tiled_shape tiled_shape(KernelId id, int head_dim);
+std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim);
+const char* dtype_suffix(int dtype);  // "f32", "f16", "bf16"
+
+// Whether a row can launch these parameters (element type `dtype`); tiled and decode rows need
+// 16-byte rows and a grid that fits; the generic row takes any call routing accepted.
+// `rows`: the largest number of query rows (tokens x heads of a group) of one sequence.
+bool launch_fits(KernelId id, const ac_attention_params& p, int dtype, int64_t rows);
+
+}  // namespace aiter_compat::gpu

@@ -1,0 +1,165 @@
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
+
+#include <algorithm>
+
+namespace aiter_compat::gpu {
+namespace {
+
+bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+std::string list(const std::vector<int>& v, const char* sep = "/") {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : sep) + std::to_string(x);
+  return s;
+}
+
+std::string dtype_names(const std::vector<int>& v) {
+  static const char* const names[] = {"float32", "float16", "bfloat16"};
+  std::string s;
+  for (int t : v) s += (s.empty() ? "" : ", ") + std::string(names[t]);
+  return s;
+}
+
+constexpr int kHalf[] = {AC_DTYPE_BF16, AC_DTYPE_F16};  // the tiled and decode kernels' types
+constexpr int kDims[] = {64, 128};
+
+std::vector<std::string> tiled_names(KernelId id) {
+  std::vector<std::string> names;
+  for (bool paged : {false, true})
+    for (int t : kHalf)
+      for (int d : kDims) names.push_back(tiled_kernel_name(id, paged, t, d));
+  return names;
+}
+
+std::vector<std::string> per_type(const char* prefix, std::vector<int> types, const std::string& suffix = "") {
+  std::vector<std::string> names;
+  for (int t : types) names.push_back(std::string(prefix) + dtype_suffix(t) + suffix);
+  return names;
+}
+
+std::vector<std::string> decode_names() {
+  std::vector<std::string> names;
+  for (int t : kHalf)
+    for (int d : kDims) names.push_back(std::string("ac_decode_") + dtype_suffix(t) + "_d" + std::to_string(d));
+  return names;
+}
+
+// Every requirement of the paged-attention and merge kernels the host can see at launch: 16-byte
+// rows of q, k and v (16-bit elements, 8-element strides, aligned pointers).
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+bool rows_load_16_bytes(const ac_attention_params& p, int dtype) {
+  const bool strides = p.q_tok % 8 == 0 && p.q_head % 8 == 0 && p.k_tok % 8 == 0 && p.k_slot % 8 == 0 &&
+                       p.k_head % 8 == 0 && p.v_tok % 8 == 0 && p.v_slot % 8 == 0 && p.v_head % 8 == 0;
+  return (dtype == AC_DTYPE_BF16 || dtype == AC_DTYPE_F16) && (p.head_dim == 64 || p.head_dim == 128) &&
+         p.head_dim_v == p.head_dim && aligned16(p.q) && aligned16(p.k) && aligned16(p.v) && strides;
+}
+
+}  // namespace
+
+std::string feature_name(KernelFeature f) {
+  switch (f) {
+    case kSoftcap: return "softcap";
+    case kDropout: return "dropout";
+    case kBias: return "an attention bias";
+    case kAlibi: return "ALiBi slopes";
+    case kDescale: return "fp8 descales or output scales";
+    case kAttnProbs: return "returned attention probabilities";
+    case kPaddedSeqlens: return "padded cu_seqlens";
+    case kPagedVarlen: return "a block table (paged KV) in flash_attn_varlen_func";
+    case kStreamingSink: return "StreamingLLM's sink_size (window_size[2] > 0)";
+    case kBatchVarlen: return "cu_seqlens in flash_attn_func";
+    case kShuffledCache: return "a shuffled KV cache or skip_reduce";
+  }
+  return "?";
+}
+
+const char* dtype_suffix(int dtype) { return dtype == AC_DTYPE_F32 ? "f32" : dtype == AC_DTYPE_F16 ? "f16" : "bf16"; }
+
+ac_tiled_shape tiled_shape(KernelId id, int head_dim) {
+  return id == KernelId::tiled_keys ? ac_tiled_keys_shape(head_dim)
+         : id == KernelId::tiled_wgmma ? ac_tiled_wgmma_shape(head_dim)
+                                       : ac_tiled_rows_shape(head_dim);
+}
+
+std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim) {
+  const char* shape = id == KernelId::tiled_keys ? "keys" : id == KernelId::tiled_wgmma ? "wgmma" : "rows";
+  return std::string("ac_tiled_") + shape + (paged ? "_paged_" : "_") + dtype_suffix(dtype) + "_d" +
+         std::to_string(head_dim);
+}
+
+const std::vector<KernelRow>& kernel_rows() {
+  using K = KernelId;
+  static const std::vector<KernelRow> rows = [] {
+    const std::vector<int> half(std::begin(kHalf), std::end(kHalf)), dims(std::begin(kDims), std::end(kDims));
+    const std::vector<int> all = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16};
+    std::vector<KernelRow> r;
+    r.push_back({K::tiled_keys, "tiled_keys", "matrix-instruction tiles, all warps on one 16-row tile (decode)",
+                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, 0, "sm_", tiled_names(K::tiled_keys)});
+    r.push_back({K::tiled_wgmma, "tiled_wgmma", "row tiles on Hopper's warpgroup MMA (prefill, extend)",
+                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, 0, "sm_90", tiled_names(K::tiled_wgmma)});
+    r.push_back({K::tiled_rows, "tiled_rows", "row tiles on mma.sync (prefill, extend)", KernelDevice::gpu,
+                 KernelOp::attention, half, dims, 0, true, 0, 0, "sm_", tiled_names(K::tiled_rows)});
+    r.push_back({K::decode, "decode", "direct loads, one query per sequence over a paged cache", KernelDevice::gpu,
+                 KernelOp::attention, half, dims, 0, true, AC_DECODE_MAX_GROUP, 0, "", decode_names()});
+    r.push_back({K::generic, "generic", "direct loads, any call a GPU route takes", KernelDevice::gpu,
+                 KernelOp::attention, all, {}, AC_MAX_HEAD_DIM, false, AC_MAX_GROUP, 0, "",
+                 per_type("ac_attention_", all)});
+    r.push_back({K::split_merge, "split_merge", "combines split-KV partial results, the sink entered once",
+                 KernelDevice::gpu, KernelOp::split_merge, all, {}, 0, false, 0, 0, "", per_type("ac_merge_", all)});
+    r.push_back({K::merge_states, "merge_states", "merge_attn_states with the sink entered once", KernelDevice::gpu,
+                 KernelOp::merge_states, all, {}, 0, false, 0, 0, "", per_type("ac_merge_states_", all)});
+    r.push_back({K::cpu_reference, "cpu_reference", "CPU reference kernels, double accumulation", KernelDevice::cpu,
+                 KernelOp::attention, all, {}, 0, false, 0, kSoftcap, "", {}});
+    return r;
+  }();
+  return rows;
+}
+
+const KernelRow& kernel_row(KernelId id) { return kernel_rows()[static_cast<size_t>(id)]; }
+
+std::vector<std::string> KernelRow::route_reasons(const KernelQuery& q) const {
+  std::vector<std::string> why;
+  const bool cpu_merge = device == KernelDevice::cpu && q.op == KernelOp::merge_states;  // the CPU row does both
+  if (q.op != op && !cpu_merge) {
+    why.push_back(op == KernelOp::merge_states ? "merges attention states only" : "computes attention, not a merge");
+    return why;
+  }
+  if (device == KernelDevice::gpu && !built_for(q.arch))
+    why.push_back("not built for " + (q.arch.empty() ? std::string("this device") : q.arch) + " (only " +
+                  arch_prefix + "*)");
+  if (!contains(dtypes, q.dtype)) why.push_back("takes " + dtype_names(dtypes));
+  if (q.op == KernelOp::attention) {
+    const bool dims_ok = head_dims.empty() ? max_head_dim == 0 || (q.head_dim <= max_head_dim && q.head_dim_v <= max_head_dim)
+                                           : contains(head_dims, q.head_dim) && contains(head_dims, q.head_dim_v);
+    if (!dims_ok || (equal_head_dims && q.head_dim != q.head_dim_v))
+      why.push_back("head dims " + std::to_string(q.head_dim) + "/" + std::to_string(q.head_dim_v) + ": takes " +
+                    (head_dims.empty() ? "up to " + std::to_string(max_head_dim) : list(head_dims, " and ")) +
+                    (equal_head_dims ? " (q/k and v equal)" : ""));
+    if (max_group && q.kv_heads > 0 && q.q_heads / q.kv_heads > max_group)
+      why.push_back(std::to_string(q.q_heads / q.kv_heads) + " query heads per KV head: at most " +
+                    std::to_string(max_group));
+    if (device == KernelDevice::gpu && !q.batch_contiguous)
+      why.push_back("batch layout with sequences not one token stride apart (q/k/v/out strides)");
+  }
+  for (uint32_t bit = 1; bit <= kShuffledCache; bit <<= 1)
+    if ((q.features & bit) && !(features & bit)) why.push_back("takes no " + feature_name(static_cast<KernelFeature>(bit)));
+  return why;
+}
+
+bool launch_fits(KernelId id, const ac_attention_params& p, int dtype, int64_t rows) {
+  switch (id) {
+    case KernelId::tiled_keys:
+    case KernelId::tiled_wgmma:
+    case KernelId::tiled_rows:
+      // "keys" holds up to 16 rows in one tile; the row shapes take the rest. The tiled kernels
+      // also store 16 bytes of the output at a time; grid z holds the sequences.
+      return (id == KernelId::tiled_keys) == (rows <= 16) && rows_load_16_bytes(p, dtype) && aligned16(p.out) &&
+             p.out_tok % 8 == 0 && p.out_head % 8 == 0 && p.batch <= 65535;
+    case KernelId::decode:
+      return p.paged && p.uniform_q == 1 && p.hq / p.hk <= AC_DECODE_MAX_GROUP && rows_load_16_bytes(p, dtype);
+    case KernelId::generic: return true;
+    default: return false;
+  }
+}
+
+}  // namespace aiter_compat::gpu

@@ -1,0 +1,221 @@
+#include "aiter_compat/gpu_runtime/launch.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "aiter_compat/gpu_runtime/code_objects.hpp"
+
+namespace aiter_compat::gpu {
+namespace {
+
+int dim_index(int head_dim) { return head_dim == 128; }
+int shape_index(KernelId id) { return id == KernelId::tiled_keys ? 0 : id == KernelId::tiled_wgmma ? 1 : 2; }
+
+// A module's kernels, looked up by name once at load; calls index these tables (null where the
+// code object has no such kernel: the tiled ones off NVIDIA, 16-bit-only kernels for f32).
+struct LoadedModule {
+  std::string arch;
+  int multiprocessors = 0;
+  void* attention[3] = {};
+  void* split_merge[3] = {};
+  void* merge_states[3] = {};
+  void* decode[3][2] = {};         // [type][d64, d128]
+  void* tiled[3][2][3][2] = {};    // [keys, wgmma, rows][contiguous, paged][type][d64, d128]
+
+  void* kernel(KernelId id, bool paged, int dtype, int head_dim) const {
+    switch (id) {
+      case KernelId::tiled_keys:
+      case KernelId::tiled_wgmma:
+      case KernelId::tiled_rows:
+        return head_dim == 64 || head_dim == 128 ? tiled[shape_index(id)][paged][dtype][dim_index(head_dim)] : nullptr;
+      case KernelId::decode: return head_dim == 64 || head_dim == 128 ? decode[dtype][dim_index(head_dim)] : nullptr;
+      case KernelId::generic: return attention[dtype];
+      default: return nullptr;
+    }
+  }
+};
+
+// AITER_COMPAT_NO_WGMMA=1 keeps prefill on the mma.sync "rows" kernels where the warpgroup ones
+// exist (to compare the two, or to step around a fault in one); read when a module loads.
+bool wgmma_disabled() {
+  const char* v = std::getenv("AITER_COMPAT_NO_WGMMA");
+  return v && *v && std::string(v) != "0";
+}
+
+struct DeviceKey {
+  Vendor vendor;
+  int device;
+  bool operator<(const DeviceKey& o) const { return std::tie(vendor, device) < std::tie(o.vendor, o.device); }
+};
+
+std::mutex g_mutex;  // loading is rare; calls after the first find their module under it
+
+const DeviceInfo& info_of(Vendor v, int device) {
+  static std::map<DeviceKey, DeviceInfo> infos;
+  auto it = infos.find({v, device});
+  if (it == infos.end()) it = infos.emplace(DeviceKey{v, device}, device_info(v, device)).first;
+  return it->second;
+}
+
+// The device's module, loaded on first use (the device must be current).
+const LoadedModule& module_for(Vendor v, int device) {
+  static std::map<DeviceKey, LoadedModule> modules;
+  std::lock_guard lock(g_mutex);
+  auto it = modules.find({v, device});
+  if (it != modules.end()) return it->second;
+  LoadedModule m;
+  const DeviceInfo& info = info_of(v, device);
+  m.arch = info.arch;
+  m.multiprocessors = std::max(info.multiprocessors, 1);
+  const CodeObject* object = nullptr;
+  std::string built;
+  for (const auto& o : code_objects()) {
+    built += (built.empty() ? "" : ", ") + std::string(o.arch);
+    if (m.arch == o.arch) object = &o;
+  }
+  if (!object)
+    throw GpuError("no fallback code object for " + m.arch + " (built for: " + (built.empty() ? "none" : built) + ")");
+  void* module = load_module(v, object->data);
+  std::map<std::string, void*> functions;  // every kernel the code object must hold
+  for (const auto& row : kernel_rows())
+    if (row.built_for(m.arch))
+      for (const auto& name : row.functions) functions[name] = module_function(v, module, name.c_str());
+  auto find = [&](const std::string& name) {
+    auto f = functions.find(name);
+    return f == functions.end() ? nullptr : f->second;
+  };
+  const bool wgmma = !wgmma_disabled();
+  for (int t : {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16}) {
+    m.attention[t] = find(std::string("ac_attention_") + dtype_suffix(t));
+    m.split_merge[t] = find(std::string("ac_merge_") + dtype_suffix(t));
+    m.merge_states[t] = find(std::string("ac_merge_states_") + dtype_suffix(t));
+    for (int dim : {64, 128}) {
+      m.decode[t][dim_index(dim)] = find(std::string("ac_decode_") + dtype_suffix(t) + "_d" + std::to_string(dim));
+      for (KernelId id : {KernelId::tiled_keys, KernelId::tiled_wgmma, KernelId::tiled_rows})
+        for (int paged = 0; paged < 2; ++paged) {
+          if (id == KernelId::tiled_wgmma && !wgmma) continue;
+          void* fn = find(tiled_kernel_name(id, paged, t, dim));
+          if (!fn) continue;
+          allow_dynamic_shared(v, fn, tiled_shape(id, dim).smem_bytes());
+          m.tiled[shape_index(id)][paged][t][dim_index(dim)] = fn;
+        }
+    }
+  }
+  return modules.emplace(DeviceKey{v, device}, std::move(m)).first->second;
+}
+
+// Splits the keys of each query across blocks when the grid alone would leave the GPU idle,
+// keeping at least min_keys keys per split.
+int choose_splits(int64_t blocks, int multiprocessors, int64_t max_keys, int64_t min_keys) {
+  if (blocks >= 2 * multiprocessors || max_keys <= min_keys) return 1;
+  int64_t want = (2 * multiprocessors + blocks - 1) / blocks;
+  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(want, max_keys / min_keys), 1, AC_MAX_SPLITS));
+}
+
+// Split-KV for the tiled kernels: as many splits as keep the blocks within one wave (every block
+// resident at once: blocks_per_sm per multiprocessor), each split at least four key tiles. One
+// wave of equal blocks has no tail; a grid that already fills most of a wave is not split, since
+// the partial outputs and the merge would cost more than the idle slots.
+int choose_tiled_splits(int64_t blocks, int multiprocessors, int blocks_per_sm, int64_t max_keys, int block_n) {
+  const int64_t wave = static_cast<int64_t>(blocks_per_sm) * multiprocessors;
+  if (2 * blocks > wave) return 1;
+  const int64_t by_keys = max_keys / (4LL * block_n);
+  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(wave / std::max<int64_t>(blocks, 1), by_keys), 1, AC_MAX_SPLITS));
+}
+
+// The kernel for one call and its launch shape (grid z is multiplied by the split count).
+struct Plan {
+  KernelId id = KernelId::generic;
+  void* fn = nullptr;
+  unsigned grid_x = 0, grid_y = 0, grid_z = 0, threads = AC_THREADS, smem = 0;
+  int splits = 1;
+};
+
+Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
+  const ac_attention_params& p = c.params;
+  Plan k;
+  for (KernelId id : {KernelId::tiled_keys, KernelId::tiled_wgmma, KernelId::tiled_rows, KernelId::decode, KernelId::generic}) {
+    void* fn = m.kernel(id, p.paged != 0, c.dtype, p.head_dim);
+    if (fn && launch_fits(id, p, c.dtype, c.max_rows)) {
+      k.id = id, k.fn = fn;
+      break;
+    }
+  }
+  if (k.id == KernelId::tiled_keys || k.id == KernelId::tiled_wgmma || k.id == KernelId::tiled_rows) {
+    // All query rows of a sequence's KV head (tokens x heads of the group) in tiles.
+    const ac_tiled_shape s = tiled_shape(k.id, p.head_dim);
+    k.grid_x = static_cast<unsigned>(std::min<int64_t>((std::max<int64_t>(c.max_rows, 1) + s.block_m() - 1) / s.block_m(), INT32_MAX));
+    k.grid_y = p.hk;
+    k.grid_z = p.batch;
+    k.threads = s.threads();
+    k.smem = s.smem_bytes();
+    k.splits = std::min(65535 / std::max(p.batch, 1),  // grid z holds sequences x splits
+                        choose_tiled_splits(static_cast<int64_t>(k.grid_x) * p.hk * p.batch, m.multiprocessors,
+                                            s.blocks_per_sm, c.max_keys, s.block_n));
+    return k;
+  }
+  const bool decode = k.id == KernelId::decode;
+  k.grid_x = p.total_q, k.grid_y = p.hk, k.grid_z = 1;
+  k.threads = decode ? AC_DECODE_THREADS : AC_THREADS;
+  k.splits = choose_splits(static_cast<int64_t>(p.total_q) * p.hk, m.multiprocessors, c.max_keys, decode ? 512 : 256);
+  return k;
+}
+
+void run(Vendor v, void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned threads, unsigned smem, void* stream,
+         const void* params) {
+  void* args[] = {const_cast<void*>(params)};
+  launch(v, fn, gx, gy, gz, threads, smem, stream, args);
+}
+
+}  // namespace
+
+std::string device_arch(Vendor v, int device) {
+  require_runtime(v);
+  std::lock_guard lock(g_mutex);
+  return info_of(v, device).arch;
+}
+
+KernelId launch_attention(const AttentionLaunch& c) {
+  require_runtime(c.vendor);
+  if (c.params.total_q == 0 || c.params.hq == 0) return KernelId::generic;
+  DeviceScope scope(c.vendor, c.device);
+  const LoadedModule& m = module_for(c.vendor, c.device);
+  Plan k = plan(c, m);
+  ac_attention_params p = c.params;
+  if (!has_scratch(c.vendor)) k.splits = 1;  // no stream-ordered memory for the partial results
+  p.num_splits = k.splits;
+  if (p.num_splits == 1) {
+    run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z, k.threads, k.smem, c.stream, &p);
+    return k.id;
+  }
+  // Partial outputs and (max, sum) per split live in stream-ordered scratch memory.
+  const size_t out_bytes = sizeof(float) * p.num_splits * p.total_q * p.hq * p.head_dim_v;
+  const size_t ml_bytes = sizeof(float) * p.num_splits * p.total_q * p.hq * 2;
+  void* scratch = scratch_alloc(c.vendor, c.device, out_bytes + ml_bytes, c.stream);
+  p.partial_out = static_cast<float*>(scratch);
+  p.partial_ml = reinterpret_cast<float*>(static_cast<char*>(scratch) + out_bytes);
+  try {
+    run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, c.stream, &p);
+    run(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, &p);
+  } catch (...) {
+    try {
+      scratch_free(c.vendor, scratch, c.stream);
+    } catch (...) {  // the launch's error is the one to report
+    }
+    throw;
+  }
+  scratch_free(c.vendor, scratch, c.stream);
+  return k.id;
+}
+
+void launch_merge_states(const ac_merge_params& p, int dtype, Vendor v, int device, void* stream) {
+  require_runtime(v);
+  if (p.tokens == 0 || p.heads == 0) return;
+  DeviceScope scope(v, device);
+  const LoadedModule& m = module_for(v, device);
+  run(v, m.merge_states[dtype], p.tokens, p.heads, 1, AC_THREADS, 0, stream, &p);
+}
+
+}  // namespace aiter_compat::gpu

@@ -1,0 +1,155 @@
+#include "aiter_compat/shim/gpu_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "aiter_compat/gpu_runtime/launch.hpp"
+
+namespace aiter_compat {
+namespace {
+
+ac_attention_params common(const TensorView& q, const TensorView& out, const TensorView& lse, const TensorView& sinks,
+                           double scale, bool causal, const Window& w, int64_t hk, int64_t dv) {
+  ac_attention_params p{};
+  p.q = q.data;
+  p.out = out.data;
+  p.lse = static_cast<float*>(lse.data);
+  p.sinks = sinks.defined() ? sinks.data : nullptr;
+  p.sink_stride = sinks.defined() ? sinks.strides[0] : 0;
+  p.sink_type = sinks.defined() ? kernel_dtype(sinks.dtype) : AC_DTYPE_F32;
+  p.hq = static_cast<int32_t>(q.shape[q.ndim - 2]);
+  p.hk = static_cast<int32_t>(hk);
+  p.head_dim = static_cast<int32_t>(q.shape[q.ndim - 1]);
+  p.head_dim_v = static_cast<int32_t>(dv);
+  p.scale = static_cast<float>(scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(p.head_dim)));
+  p.causal = causal;
+  p.window_left = static_cast<int32_t>(std::min<int64_t>(w.left, INT32_MAX));
+  p.window_right = static_cast<int32_t>(std::min<int64_t>(w.right, INT32_MAX));
+  p.num_splits = 1;
+  return p;
+}
+
+// Keys one query attends to at most: the window's span, else the longest sequence.
+int64_t max_keys_of(int64_t longest, const Window& w) {
+  return w.left >= 0 ? std::min<int64_t>(longest, w.left + 1 + std::max<int64_t>(w.right, 0)) : longest;
+}
+
+gpu::AttentionLaunch launch_of(const ac_attention_params& p, const TensorView& q, void* stream) {
+  gpu::AttentionLaunch l;
+  l.params = p;
+  l.dtype = kernel_dtype(q.dtype);
+  l.vendor = vendor_of(q.device);
+  l.device = q.device_id;
+  l.stream = stream;
+  return l;
+}
+
+}  // namespace
+
+int kernel_dtype(DType t) {
+  return t == DType::f32 ? AC_DTYPE_F32 : t == DType::f16 ? AC_DTYPE_F16 : t == DType::bf16 ? AC_DTYPE_BF16 : -1;
+}
+
+gpu::Vendor vendor_of(DeviceKind d) { return d == DeviceKind::rocm ? gpu::Vendor::amd : gpu::Vendor::nvidia; }
+
+gpu::KernelId run_gpu(const VarlenArgs& a, void* stream) {
+  const int hd = a.batch_layout ? 2 : 1;
+  ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.causal, a.window, a.k.shape[hd],
+                                 a.v.shape[a.v.ndim - 1]);
+  p.k = a.k.data;
+  p.v = a.v.data;
+  // Tokens are addressed with one stride: routing sends a batch layout here only when its
+  // sequences are back to back (CallFeatures::batch_contiguous).
+  auto token_stride = [&](const TensorView& t, const char* name) {
+    if (a.batch_layout && t.shape[0] > 1 && t.strides[0] != t.shape[1] * t.strides[1])
+      throw std::logic_error(std::string(name) + ": a batch layout with uneven sequence strides reached the GPU kernels");
+    return t.strides[hd - 1];
+  };
+  p.q_tok = token_stride(a.q, "q"), p.q_head = a.q.strides[hd];
+  p.k_tok = token_stride(a.k, "k"), p.k_head = a.k.strides[hd];
+  p.v_tok = token_stride(a.v, "v"), p.v_head = a.v.strides[hd];
+  p.out_tok = token_stride(a.out, "out"), p.out_head = a.out.strides[hd];
+  if (a.lse.defined()) {
+    p.lse_batch = a.batch_layout ? a.lse.strides[0] : 0;
+    p.lse_head = a.lse.strides[a.batch_layout ? 1 : 0];
+    p.lse_tok = a.lse.strides[a.batch_layout ? 2 : 1];
+  }
+  if (a.batch_layout) {
+    p.batch = static_cast<int32_t>(a.q.shape[0]);
+    p.uniform_q = static_cast<int32_t>(a.q.shape[1]);
+    p.uniform_k = static_cast<int32_t>(a.k.shape[1]);
+    p.total_q = p.batch * p.uniform_q;
+    p.total_k = p.batch * p.uniform_k;
+  } else {
+    p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
+    p.cu_seqlens_k = static_cast<const int32_t*>(a.cu_seqlens_k.data);
+    p.batch = static_cast<int32_t>(a.cu_seqlens_q.shape[0] - 1);
+    p.total_q = static_cast<int32_t>(a.q.shape[0]);
+    p.total_k = static_cast<int32_t>(a.k.shape[0]);
+  }
+  gpu::AttentionLaunch l = launch_of(p, a.q, stream);
+  l.max_keys = max_keys_of(a.batch_layout ? a.k.shape[1] : a.max_seqlen_k, a.window);
+  // Queries per sequence: the batch layout's length, else max_seqlen_q (an underestimate costs
+  // time, not results: the tiled kernels loop over a sequence's row tiles).
+  const int64_t max_q = a.batch_layout ? a.q.shape[1] : a.max_seqlen_q > 0 ? a.max_seqlen_q : a.q.shape[0];
+  l.max_rows = std::max<int64_t>(max_q, 1) * (p.hq / std::max(p.hk, 1));
+  return gpu::launch_attention(l);
+}
+
+gpu::KernelId run_gpu(const PagedArgs& a, void* stream) {
+  ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.causal, a.window,
+                                 a.k_cache.shape[2], a.v_cache.shape[3]);
+  p.paged = 1;
+  p.k = a.k_cache.data;
+  p.v = a.v_cache.data;
+  p.q_tok = a.q.strides[0], p.q_head = a.q.strides[1];
+  p.k_tok = a.k_cache.strides[0], p.k_slot = a.k_cache.strides[1], p.k_head = a.k_cache.strides[2];
+  p.v_tok = a.v_cache.strides[0], p.v_slot = a.v_cache.strides[1], p.v_head = a.v_cache.strides[2];
+  p.out_tok = a.out.strides[0], p.out_head = a.out.strides[1];
+  if (a.lse.defined()) p.lse_head = a.lse.strides[0], p.lse_tok = a.lse.strides[1];
+  p.block_table = static_cast<const int32_t*>(a.block_table.data);
+  p.bt_row = a.block_table.strides[0], p.bt_col = a.block_table.strides[1];
+  p.seqused_k = static_cast<const int32_t*>(a.seqused_k.data);
+  p.num_blocks = static_cast<int32_t>(a.k_cache.shape[0]);
+  p.block_size = static_cast<int32_t>(a.k_cache.shape[1]);
+  p.max_blocks = static_cast<int32_t>(a.block_table.shape[1]);
+  p.batch = static_cast<int32_t>(a.block_table.shape[0]);
+  p.total_q = static_cast<int32_t>(a.q.shape[0]);
+  // One query per sequence (decode) needs no cu_seqlens_q: given, or implied by batch == tokens
+  // with max_seqlen_q == 1.
+  if (a.one_query_per_sequence || (p.batch == p.total_q && a.max_seqlen_q == 1)) p.uniform_q = 1;
+  else p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
+  gpu::AttentionLaunch l = launch_of(p, a.q, stream);
+  l.max_keys = max_keys_of(a.max_seqlen_k > 0 ? a.max_seqlen_k : static_cast<int64_t>(p.max_blocks) * p.block_size,
+                           a.window);
+  const int64_t max_q = p.uniform_q == 1 ? 1 : a.max_seqlen_q > 0 ? a.max_seqlen_q : a.q.shape[0];
+  l.max_rows = max_q * (p.hq / std::max(p.hk, 1));
+  return gpu::launch_attention(l);
+}
+
+gpu::KernelId run_gpu(const MergeArgs& a, void* stream) {
+  ac_merge_params p{};
+  p.out = a.output.data;
+  p.prefix = a.prefix_output.data;
+  p.suffix = a.suffix_output.data;
+  p.prefix_lse = static_cast<const float*>(a.prefix_lse.data);
+  p.suffix_lse = static_cast<const float*>(a.suffix_lse.data);
+  p.out_lse = static_cast<float*>(a.output_lse.data);
+  p.sinks = a.sinks.defined() ? a.sinks.data : nullptr;
+  p.sink_stride = a.sinks.defined() ? a.sinks.strides[0] : 0;
+  p.sink_type = a.sinks.defined() ? kernel_dtype(a.sinks.dtype) : AC_DTYPE_F32;
+  p.out_tok = a.output.strides[0], p.out_head = a.output.strides[1];
+  p.prefix_tok = a.prefix_output.strides[0], p.prefix_head = a.prefix_output.strides[1];
+  p.suffix_tok = a.suffix_output.strides[0], p.suffix_head = a.suffix_output.strides[1];
+  p.plse_head = a.prefix_lse.strides[0], p.plse_tok = a.prefix_lse.strides[1];
+  p.slse_head = a.suffix_lse.strides[0], p.slse_tok = a.suffix_lse.strides[1];
+  if (a.output_lse.defined()) p.olse_head = a.output_lse.strides[0], p.olse_tok = a.output_lse.strides[1];
+  p.tokens = static_cast<int32_t>(a.output.shape[0]);
+  p.heads = static_cast<int32_t>(a.output.shape[1]);
+  p.dim = static_cast<int32_t>(a.output.shape[2]);
+  gpu::launch_merge_states(p, kernel_dtype(a.output.dtype), vendor_of(a.output.device), a.output.device_id, stream);
+  return gpu::KernelId::merge_states;
+}
+
+}  // namespace aiter_compat
