@@ -1,11 +1,16 @@
 /* aiter_compat C API: attention with AITer's routes for C and C++ engines.
  *
- * Tensors are DLPack DLTensors (dlpack/dlpack.h). Each call is routed like the Python module's:
- * to AITer (its Python entry point, through an embedded interpreter and torch.from_dlpack) when
- * the installed AITer serves it correctly, to a fallback kernel when not, or refused. A
- * non-zero status comes with a message from aiter_compat_last_error() (thread-local, valid
- * until the thread's next call) naming the argument, the value found and the value needed, or
- * every candidate route with its reasons.
+ * Tensors are DLPack DLTensors (dlpack/dlpack.h). Each entry point is one of the Python
+ * module's, routed the same way by the same core: to AITer (its Python entry point, through an
+ * embedded interpreter and torch.from_dlpack) when the installed AITer serves the call
+ * correctly, to a fallback kernel when not, or refused. A non-zero status comes with a message
+ * from aiter_compat_last_error() (thread-local, valid until the thread's next call) naming the
+ * argument, the value found and the value needed, or every candidate route with its reasons.
+ * Outputs are the caller's: `out` is required, `lse` optional (NULL: not computed).
+ *
+ * Numbers: softmax_scale 0 means 1/sqrt(head_dim); window bounds -1 mean unbounded; softcap 0
+ * means none. Sinks: [num_query_heads] in float32, bfloat16 or float16, any stride (learned
+ * sinks in post-scale logit units), or NULL.
  */
 #ifndef AITER_COMPAT_H
 #define AITER_COMPAT_H
@@ -18,7 +23,7 @@
 extern "C" {
 #endif
 
-#define AITER_COMPAT_ABI_VERSION 1
+#define AITER_COMPAT_ABI_VERSION 2
 #define AITER_COMPAT_API __attribute__((visibility("default")))
 
 typedef enum {
@@ -30,9 +35,7 @@ typedef enum {
 } aiter_compat_status;
 
 /* flash_attn_varlen_func: q [total_q, Hq, D], k [total_k, Hk, D], v [total_k, Hk, Dv];
- * cu_seqlens_* int32 [batch + 1]; out [total_q, Hq, Dv] (required); lse fp32 [Hq, total_q] or
- * NULL; sinks [Hq] in float32, bfloat16 or float16, or NULL (learned sinks, post-scale logits;
- * any stride). */
+ * cu_seqlens_* int32 [batch + 1]; out [total_q, Hq, Dv]; lse float32 [Hq, total_q]. */
 typedef struct {
   const DLTensor* q;
   const DLTensor* k;
@@ -44,15 +47,32 @@ typedef struct {
   DLTensor* lse;
   int64_t max_seqlen_q;
   int64_t max_seqlen_k;
-  double softmax_scale; /* 0: 1/sqrt(D) */
+  double softmax_scale;
   int causal;
-  int64_t window_left;  /* -1: unbounded */
-  int64_t window_right; /* -1: unbounded */
+  int64_t window_left;
+  int64_t window_right;
+  double softcap;
 } aiter_compat_varlen_args;
 
+/* flash_attn_func (batch layout): q [B, Sq, Hq, D], k/v [B, Sk, Hk, D/Dv]; out [B, Sq, Hq, Dv];
+ * lse float32 [B, Hq, Sq]. */
+typedef struct {
+  const DLTensor* q;
+  const DLTensor* k;
+  const DLTensor* v;
+  const DLTensor* sinks;
+  DLTensor* out;
+  DLTensor* lse;
+  double softmax_scale;
+  int causal;
+  int64_t window_left;
+  int64_t window_right;
+} aiter_compat_batch_args;
+
 /* unified_attention over vLLM's NHD paged cache: q [total_q, Hq, D], k_cache/v_cache
- * [num_blocks, block_size, Hk, D], cu_seqlens_q int32 [batch + 1], seqused_k int32 [batch],
- * block_table int32 [batch, max_blocks]; out [total_q, Hq, Dv]; lse as above (fallback only). */
+ * [num_blocks, block_size, Hk, D], cu_seqlens_q int32 [batch + 1], seqused_k int32 [batch]
+ * (context length including the new tokens), block_table int32 [batch, max_blocks];
+ * out [total_q, Hq, Dv]; lse float32 [Hq, total_q] (fallback routes only). */
 typedef struct {
   const DLTensor* q;
   const DLTensor* k_cache;
@@ -69,14 +89,57 @@ typedef struct {
   int causal;
   int64_t window_left;
   int64_t window_right;
+  double softcap;
 } aiter_compat_paged_args;
 
+/* paged_attention_decode: decode (q [batch, Hq, D], one token per sequence; cu_seqlens_q NULL)
+ * or extend (cu_seqlens_q given) over the same cache, causal, with sinks. */
+typedef struct {
+  const DLTensor* q;
+  const DLTensor* k_cache;
+  const DLTensor* v_cache;
+  const DLTensor* block_table;
+  const DLTensor* seqused_k;
+  const DLTensor* cu_seqlens_q;
+  const DLTensor* sinks;
+  DLTensor* out;
+  DLTensor* lse;
+  double softmax_scale;
+  int64_t window_left;
+  int64_t window_right;
+} aiter_compat_decode_args;
+
+/* merge_attn_states: two partial states of the same queries over disjoint keys (outputs
+ * [tokens, Hq, D], LSEs float32 [Hq, tokens], computed without sinks) into output (and
+ * output_lse, optional); the sink, when given, enters once here. */
+typedef struct {
+  DLTensor* output;
+  const DLTensor* prefix_output;
+  const DLTensor* prefix_lse;
+  const DLTensor* suffix_output;
+  const DLTensor* suffix_lse;
+  DLTensor* output_lse;
+  const DLTensor* sinks;
+} aiter_compat_merge_args;
+
 AITER_COMPAT_API int aiter_compat_abi_version(void);
-/* stream: the caller's stream (hipStream_t / cudaStream_t) for GPU routes; NULL for CPU tensors. */
+
+/* stream: the caller's stream (hipStream_t / cudaStream_t) for GPU routes; NULL for CPU tensors
+ * (or the default stream). */
 AITER_COMPAT_API aiter_compat_status aiter_compat_varlen_attention(const aiter_compat_varlen_args* args, void* stream);
+AITER_COMPAT_API aiter_compat_status aiter_compat_batch_attention(const aiter_compat_batch_args* args, void* stream);
 AITER_COMPAT_API aiter_compat_status aiter_compat_paged_attention(const aiter_compat_paged_args* args, void* stream);
-/* Writes the route a call would take, and every candidate's reasons, without running it. */
+AITER_COMPAT_API aiter_compat_status aiter_compat_paged_decode(const aiter_compat_decode_args* args, void* stream);
+AITER_COMPAT_API aiter_compat_status aiter_compat_merge_attn_states(const aiter_compat_merge_args* args, void* stream);
+
+/* Writes the route a call would take, the kernel, and every candidate's reasons into buffer
+ * (truncated to size, always terminated), without running it. */
 AITER_COMPAT_API aiter_compat_status aiter_compat_explain_varlen(const aiter_compat_varlen_args* args, char* buffer, size_t size);
+AITER_COMPAT_API aiter_compat_status aiter_compat_explain_batch(const aiter_compat_batch_args* args, char* buffer, size_t size);
+AITER_COMPAT_API aiter_compat_status aiter_compat_explain_paged(const aiter_compat_paged_args* args, char* buffer, size_t size);
+AITER_COMPAT_API aiter_compat_status aiter_compat_explain_decode(const aiter_compat_decode_args* args, char* buffer, size_t size);
+AITER_COMPAT_API aiter_compat_status aiter_compat_explain_merge(const aiter_compat_merge_args* args, char* buffer, size_t size);
+
 /* "auto", "prefer-fallback" or "aiter-only"; NULL restores AITER_COMPAT_POLICY or auto. */
 AITER_COMPAT_API aiter_compat_status aiter_compat_set_policy(const char* policy);
 AITER_COMPAT_API const char* aiter_compat_last_error(void);

@@ -75,10 +75,11 @@ std::string torch_problem() {
   return why;
 }
 
-std::string call_aiter(const std::string& module, const std::string& function, const std::vector<KeywordArg>& kwargs,
-                       const DLTensor* lse_out) {
+AiterOutcome call_aiter(const std::string& module, const std::string& function, const std::vector<KeywordArg>& kwargs,
+                        const DLTensor* lse_out) {
   PyGILState_STATE gil = PyGILState_Ensure();
   std::string error;
+  bool unreachable = false;
   PyObject* dict = PyDict_New();
   PyObject* lse = nullptr;
   for (const auto& kw : kwargs) {
@@ -94,13 +95,18 @@ std::string call_aiter(const std::string& module, const std::string& function, c
   if (error.empty()) {
     PyObject* r = PyObject_CallMethod(glue(), "call", "ssOO", module.c_str(), function.c_str(), dict,
                                       lse ? lse : Py_None);
-    if (!r) error = fetch_python_error();
+    if (!r) {
+      PyObject* marker = PyObject_GetAttrString(glue(), "Unreachable");
+      unreachable = marker && PyErr_ExceptionMatches(marker);
+      Py_XDECREF(marker);
+      error = fetch_python_error();
+    }
     Py_XDECREF(r);
   }
   Py_XDECREF(lse);
   Py_DECREF(dict);
   PyGILState_Release(gil);
-  return error;
+  return {error, unreachable};
 }
 
 }  // namespace aiter_compat::capi

@@ -23,9 +23,13 @@ struct KeywordArg {
 // Whether torch can be imported in the embedded interpreter ("" when yes, else why not).
 std::string torch_problem();
 
-// Calls module.function(**kwargs); copies the returned LSE into lse_out when given. Returns ""
-// on success, else the Python error's text.
-std::string call_aiter(const std::string& module, const std::string& function, const std::vector<KeywordArg>& kwargs,
-                       const DLTensor* lse_out);
+struct AiterOutcome {
+  std::string error;         // "" on success, else the Python error's text
+  bool unreachable = false;  // the module or function could not be had (not AITer raising)
+};
+
+// Calls module.function(**kwargs); copies the returned LSE into lse_out when given.
+AiterOutcome call_aiter(const std::string& module, const std::string& function, const std::vector<KeywordArg>& kwargs,
+                        const DLTensor* lse_out);
 
 }  // namespace aiter_compat::capi

@@ -31,8 +31,16 @@ def tensor(capsule, device, shape, dtype):
     return torch.from_dlpack(borrowed)
 
 
+class Unreachable(Exception):
+    """AITer's module or function could not be had: the caller routes around AITer."""
+
+
 def call(module, name, kwargs, lse_out):
-    result = getattr(importlib.import_module(module), name)(**kwargs)
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except Exception as e:  # an import that raises anything leaves AITer unusable here
+        raise Unreachable(f"import {module} failed: {type(e).__name__}: {e}") from e
+    result = fn(**kwargs)
     if lse_out is not None:
         lse = result[1]
         if hasattr(lse_out, "copy_"):

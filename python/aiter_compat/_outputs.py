@@ -24,3 +24,13 @@ def current_stream(like):
         import cupy
         return cupy.cuda.get_current_stream().ptr
     return 0
+
+
+def call_on_stream(stream, fn, kwargs):
+    """fn(**kwargs) with `stream` (a torch stream, or a raw handle) as torch's current stream:
+    an AITer route given an explicit stream= runs there."""
+    import torch
+    if not isinstance(stream, torch.cuda.Stream):
+        stream = torch.cuda.ExternalStream(int(stream))
+    with torch.cuda.stream(stream):
+        return fn(**kwargs)

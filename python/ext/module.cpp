@@ -1,20 +1,51 @@
 // _aiter_compat: AITer's attention entry points with AITer's newest signatures, dispatched per
 // call to AITer (by keyword, only what the install accepts), a fallback kernel, or a clear error.
+// This front only converts: Python objects to the core's CallArgs and back; the dispatch core
+// (shim/) computes the features, decides the route and runs the fallbacks.
 #include "py_ref.hpp"
+
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "aiter_compat/probe/render.hpp"
+#include "aiter_compat/shim/dispatch.hpp"
 #include "aiter_compat/shim/errors.hpp"
+#include "aiter_route.hpp"
 #include "call_binding.hpp"
-#include "dispatch_state.hpp"
 #include "embedded_python_reader.hpp"
-#include "run_fallback.hpp"
+#include "py_call_args.hpp"
+#include "py_tensors.hpp"
 
 namespace aiter_compat::py {
 namespace {
 
 PyObject* g_error = nullptr;  // aiter_compat.AiterCompatError
+PyObject* g_stream_name = nullptr;
+
+// The module's dispatch state, made on first use. Never destroyed at exit: its Python references
+// must not be released after the interpreter has finalised. reset() (with the GIL) replaces it.
+struct State {
+  std::unique_ptr<Dispatcher> dispatcher;
+  AiterCalls aiter;
+};
+State* g_state = nullptr;
+std::optional<Policy> g_policy_override;
+
+State& state() {
+  if (!g_state) {
+    EmbeddedPythonReader reader;
+    Dispatcher::Options o;
+    o.probe.live = PyDict_GetItemString(PyImport_GetModuleDict(), "aiter") != nullptr;
+    o.probe.dlopen = false;  // the route table needs the Python side; native modules load with aiter
+    o.python = &reader;
+    o.policy = g_policy_override;
+    auto s = std::make_unique<State>();
+    s->dispatcher = std::make_unique<Dispatcher>(o);
+    g_state = s.release();
+  }
+  return *g_state;
+}
 
 void set_attr(PyObject* exc, const char* name, PyObject* owned) {
   if (owned) PyObject_SetAttrString(exc, name, owned);
@@ -85,46 +116,64 @@ PyObject* guarded(F&& body) {
   }
 }
 
-// nullptr with *unreachable set when AITer's function cannot be imported: the caller routes again.
-PyObject* call_aiter(const BoundCall& call, const CallFeatures& f, const Route& route, std::string* unreachable) {
-  DispatchState& state = DispatchState::get();
-  const AiterBinding* b = state.aiter_binding(route, f);
-  if (!b) {
-    *unreachable = "import " + route.module + " failed: " + fetch_python_error();
-    return nullptr;
+// What the op returns: out, (out, lse) or None.
+PyObject* returned(const FallbackRun& run, const PyCallArgs& args) {
+  switch (run.returns) {
+    case Returns::nothing: Py_RETURN_NONE;
+    case Returns::out: return Ref::borrow(args.out_object()).release();
+    case Returns::out_and_lse: return check(PyTuple_Pack(2, args.out_object(), args.lse_object())).release();
   }
-  PyObject* argv[kMaxParams];
-  Ref adapted;
-  for (size_t k = 0; k < b->params.size(); ++k) argv[k] = call.values[b->params[k]];
-  if (b->window_param >= 0) {
-    // vLLM passes (left, right); releases from 0.1.8 want (left, right, sink_size), older ones two.
-    PyObject* w = argv[b->window_param];
-    PyObject* left = PySequence_GetItem(w, 0);
-    PyObject* right = PySequence_GetItem(w, 1);
-    adapted = Ref(route.window_arity == 3 ? Py_BuildValue("(NNi)", left, right, 0) : Py_BuildValue("(NN)", left, right));
-    if (!adapted) throw PythonErrorSet{};
-    argv[b->window_param] = adapted.get();
+  Py_RETURN_NONE;
+}
+
+// Splits off the front's own `stream=` keyword (not in AITer's signatures): the stream to run on
+// instead of the framework's current one. Returns the keyword names left (nullptr: none).
+PyObject* take_stream(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, std::vector<PyObject*>& kept,
+                      Ref& kept_names, PyObject** stream) {
+  if (!kwnames) return nullptr;
+  const Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
+  Py_ssize_t at = -1;
+  for (Py_ssize_t k = 0; k < n && at < 0; ++k) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
+    if (name == g_stream_name || PyUnicode_Compare(name, g_stream_name) == 0) at = k;
   }
-  return PyObject_Vectorcall(b->function.get(), argv, 0, b->kwnames.get());
+  PyErr_Clear();
+  if (at < 0) return kwnames;
+  *stream = args[nargs + at];
+  kept.assign(args, args + nargs);
+  kept_names = check(PyTuple_New(n - 1));
+  for (Py_ssize_t k = 0, j = 0; k < n; ++k) {
+    if (k == at) continue;
+    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
+    Py_INCREF(name);
+    PyTuple_SET_ITEM(kept_names.get(), j++, name);
+    kept.push_back(args[nargs + k]);
+  }
+  return kept_names.get();
 }
 
 PyObject* dispatch(OpId op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
+    std::vector<PyObject*> kept;
+    Ref kept_names;
+    PyObject* stream = nullptr;
+    PyObject* names = take_stream(args, nargs, kwnames, kept, kept_names, &stream);
     BoundCall call;
-    bind(signature(op), args, nargs, kwnames, &call);
-    CallFeatures f = features_of(call);
-    DispatchState& state = DispatchState::get();
-    const Route* route = &state.router().route(f);
+    bind(signature(op), stream ? kept.data() : args, nargs, names, &call);
+    PyCallArgs call_args(call);
+    call_args.set_stream(stream);
+    CallFeatures f = features_of(call_args);
+    State& s = state();
+    const Route* route = &s.dispatcher->route(f);
     if (route->kind == RouteKind::aiter) {
       std::string unreachable;
-      if (PyObject* result = call_aiter(call, f, *route, &unreachable)) return result;
+      if (PyObject* result = s.aiter.call(*route, call_args, &unreachable)) return result;
       if (unreachable.empty()) return nullptr;  // AITer ran and raised: its error stands
-      state.disable_aiter(unreachable);
-      route = &state.router().route(f);
+      s.dispatcher->disable_aiter(unreachable);
+      route = &s.dispatcher->route(f);
     }
-    state.note_route(*route, f);
     if (route->kind == RouteKind::refused) throw RouteError(to_string(op), f.describe(), route->candidates);
-    return run_fallback(call, f, *route).release();
+    return returned(run_fallback(*route, call_args, f), call_args);
   });
 }
 
@@ -146,19 +195,26 @@ PyObject* json_to_python(const nlohmann::json& j) {
 }
 
 PyObject* route_dict(const CallFeatures& f, const Route& r) {
-  return Py_BuildValue("{s:s,s:s,s:s,s:N,s:N}", "op", to_string(f.op).c_str(), "route", to_string(r.kind).c_str(),
-                       "target", r.target.c_str(), "features", rows_list(f.describe()), "candidates",
-                       candidates_list(r.candidates));
+  std::string kernel;
+  for (const auto& k : r.kernels)
+    if (k.accepted) {
+      kernel = k.name;
+      break;
+    }
+  return Py_BuildValue("{s:s,s:s,s:s,s:s,s:N,s:N,s:N}", "op", to_string(f.op).c_str(), "route",
+                       to_string(r.kind).c_str(), "target", r.target.c_str(), "kernel", kernel.c_str(), "features",
+                       rows_list(f.describe()), "candidates", candidates_list(r.candidates), "kernels",
+                       candidates_list(r.kernels));
 }
 
 PyObject* api_probe(PyObject*, PyObject*) {
-  return guarded([] { return json_to_python(to_json(DispatchState::get().report())); });
+  return guarded([] { return json_to_python(to_json(state().dispatcher->report())); });
 }
 
 PyObject* api_routes(PyObject*, PyObject*) {
   return guarded([]() -> PyObject* {
     PyObject* list = PyList_New(0);
-    for (const auto& [f, r] : DispatchState::get().router().decided()) {
+    for (const auto& [f, r] : state().dispatcher->router().decided()) {
       PyObject* d = route_dict(f, r);
       PyList_Append(list, d);
       Py_DECREF(d);
@@ -175,13 +231,20 @@ PyObject* api_explain(PyObject*, PyObject* args, PyObject* kwargs) {
       if (sig.name != name) continue;
       BoundCall call;
       bind_kwargs(sig, kwargs, &call);
-      CallFeatures f = features_of(call);
-      return route_dict(f, DispatchState::get().router().decide(f));
+      PyCallArgs call_args(call);
+      CallFeatures f = features_of(call_args);
+      return route_dict(f, state().dispatcher->router().decide(f));
     }
     throw ArgumentError("name", std::string("'") + name + "'",
                         "flash_attn_varlen_func, flash_attn_func, unified_attention, paged_attention_decode or "
                         "merge_attn_states");
   });
+}
+
+void reset_state(std::optional<Policy> policy) {
+  g_policy_override = policy;
+  delete g_state;  // with the GIL: its references are released here
+  g_state = nullptr;
 }
 
 PyObject* api_set_policy(PyObject*, PyObject* arg) {
@@ -190,17 +253,17 @@ PyObject* api_set_policy(PyObject*, PyObject* arg) {
     auto policy = text ? parse_policy(text) : std::nullopt;
     if (!policy) throw ArgumentError("policy", text ? std::string("'") + text + "'" : "a non-string",
                                      "'auto', 'prefer-fallback' or 'aiter-only'");
-    DispatchState::reset(policy);
+    reset_state(policy);
     Py_RETURN_NONE;
   });
 }
 
 PyObject* api_get_policy(PyObject*, PyObject*) {
-  return guarded([] { return PyUnicode_FromString(to_string(DispatchState::get().router().policy()).c_str()); });
+  return guarded([] { return PyUnicode_FromString(to_string(state().dispatcher->router().policy()).c_str()); });
 }
 
 PyObject* api_reset(PyObject*, PyObject*) {
-  DispatchState::reset(std::nullopt);
+  reset_state(std::nullopt);
   Py_RETURN_NONE;
 }
 
@@ -247,6 +310,8 @@ PyMODINIT_FUNC PyInit__aiter_compat() {
     return nullptr;
   }
   Py_INCREF(g_error);
+  g_stream_name = PyUnicode_InternFromString("stream");
   init_call_binding();
+  init_tensors();
   return m;
 }

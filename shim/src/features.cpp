@@ -1,8 +1,118 @@
 #include "aiter_compat/shim/features.hpp"
 
-#include <cstring>
+#include <algorithm>
+
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
+#include "aiter_compat/shim/errors.hpp"
 
 namespace aiter_compat {
+namespace {
+
+[[noreturn]] void bad(const std::string& arg, const std::string& found, const std::string& needed) {
+  throw ArgumentError(arg, found, needed);
+}
+
+// Bits of the parameters holding non-default values, and the kernel features they ask for.
+void mark_nondefault(const CallArgs& call, CallFeatures& f) {
+  const OpSignature& sig = call.signature();
+  for (size_t i = 0; i < sig.params.size(); ++i)
+    if (!call.neutral(static_cast<int>(i))) {
+      f.nondefault |= 1u << i;
+      f.kernel_features |= sig.params[i].kernel_features;
+    }
+  if (f.window_sink_size) f.kernel_features |= gpu::kStreamingSink;
+}
+
+// Sinks are one logit per head in float32 or the model's 16-bit dtype, on every route (AITer
+// converts them to float32 itself); an integer or fp8 tensor is a caller's mistake.
+void read_sinks(const CallArgs& call, CallFeatures& f) {
+  const int i = call.signature().index_of(Role::sinks);
+  f.sinks = i >= 0 && call.given(i);
+  if (!f.sinks) return;
+  const DType t = call.dtype(i);
+  if (!is_float16_or_32(t)) bad("sinks", "dtype " + to_string(t), "float32, bfloat16 or float16");
+}
+
+// merge_attn_states: the features are the partial outputs' dtype, device and shape.
+CallFeatures merge_features(const CallArgs& call) {
+  const OpSignature& sig = call.signature();
+  CallFeatures f;
+  f.op = OpId::merge_attn_states;
+  TensorMeta prefix = call.meta(sig.index_of(Role::prefix_output));
+  if (prefix.ndim != 3) bad("prefix_output", std::to_string(prefix.ndim) + " dimensions", "3 ([tokens, heads, head_dim])");
+  for (Role r : {Role::output, Role::suffix_output}) {
+    TensorMeta m = call.meta(sig.index_of(r));
+    if (m.dtype != prefix.dtype || m.device != prefix.device || m.device_id != prefix.device_id)
+      bad(sig.name_of(r), to_string(m.dtype) + " on " + to_string(m.device), "prefix_output's dtype and device");
+  }
+  f.dtype = prefix.dtype;
+  f.device = prefix.device;
+  f.device_id = static_cast<int16_t>(prefix.device_id);
+  f.head_dim_qk = f.head_dim_v = static_cast<int32_t>(prefix.shape[2]);
+  f.q_heads = f.kv_heads = static_cast<int32_t>(prefix.shape[1]);
+  read_sinks(call, f);
+  f.return_lse = call.given(sig.index_of(Role::output_lse));
+  mark_nondefault(call, f);
+  return f;
+}
+
+}  // namespace
+
+CallFeatures features_of(const CallArgs& call) {
+  const OpSignature& sig = call.signature();
+  if (sig.id == OpId::merge_attn_states) return merge_features(call);
+  CallFeatures f;
+  f.op = sig.id;
+  const bool paged = sig.id == OpId::unified_attention || sig.id == OpId::paged_attention_decode;
+  const bool batch = sig.id == OpId::flash_attn_func;
+  const int qi = sig.index_of(Role::q), ki = sig.index_of(Role::k), vi = sig.index_of(Role::v);
+  const std::string &kname = sig.params[ki].name, &vname = sig.params[vi].name;
+  TensorMeta q = call.meta(qi, batch), k = call.meta(ki, batch), v = call.meta(vi, batch);
+  f.dtype = q.dtype;
+  f.device = q.device;
+  f.device_id = static_cast<int16_t>(q.device_id);
+  if (is_integer(q.dtype))
+    bad("q", "dtype " + to_string(q.dtype), "a floating-point dtype (float16, bfloat16, float32)");
+  if (q.ndim < 3 || k.ndim < 3 || v.ndim < 3)
+    bad(q.ndim < 3 ? "q" : k.ndim < 3 ? kname : vname, std::to_string(std::min({q.ndim, k.ndim, v.ndim})) + " dimensions",
+        "at least 3 ([..., heads, head_dim])");
+  f.head_dim_qk = static_cast<int32_t>(q.shape[q.ndim - 1]);
+  f.head_dim_v = static_cast<int32_t>(v.shape[v.ndim - 1]);
+  f.q_heads = static_cast<int32_t>(q.shape[q.ndim - 2]);
+  f.kv_heads = static_cast<int32_t>(k.shape[k.ndim - 2]);
+  if (f.kv_heads <= 0 || f.q_heads % f.kv_heads != 0)
+    bad(kname, std::to_string(f.kv_heads) + " heads for q's " + std::to_string(f.q_heads),
+        "a divisor of q's head count (grouped-query attention)");
+  if (k.dtype != q.dtype) bad(kname, "dtype " + to_string(k.dtype), "q's dtype " + to_string(q.dtype));
+  if (v.dtype != q.dtype) bad(vname, "dtype " + to_string(v.dtype), "q's dtype " + to_string(q.dtype));
+  if (k.device != q.device || v.device != q.device || k.device_id != q.device_id || v.device_id != q.device_id)
+    bad(k.device != q.device || k.device_id != q.device_id ? kname : vname, "another device",
+        "q's device " + to_string(q.device) + ":" + std::to_string(q.device_id));
+  if (paged) f.block_size = static_cast<int32_t>(k.shape[1]);
+  if (batch) {
+    f.batch_contiguous = q.batch_contiguous && k.batch_contiguous && v.batch_contiguous;
+    if (int oi = sig.index_of(Role::out); oi >= 0 && call.given(oi)) f.batch_contiguous &= call.meta(oi, true).batch_contiguous;
+  }
+
+  WindowValue w = call.window(sig.index_of(Role::window));
+  f.window_arity = static_cast<int8_t>(w.arity);
+  const int ci = sig.index_of(Role::causal);
+  f.causal = sig.id == OpId::paged_attention_decode ? true : ci >= 0 && call.flag(ci);
+  f.window_left = w.left >= 0;
+  f.window_right = w.right >= 0 && !(f.causal && w.right == 0);
+  f.window_sink_size = w.sink_size > 0;
+  read_sinks(call, f);
+  if (int i = sig.index_of(Role::dropout); i >= 0) f.dropout = call.number(i) != 0.0;
+  f.bias = !call.neutral(sig.index_of(Role::bias));
+  if (int i = sig.index_of(Role::alibi); i >= 0) f.alibi = call.given(i);
+  if (int i = sig.index_of(Role::softcap); i >= 0) f.softcap = call.number(i) != 0.0;
+  f.return_lse = call.wants_lse();
+  if (int i = sig.index_of(Role::return_attn_probs); i >= 0) f.return_attn_probs = call.flag(i);
+  for (const char* d : {"q_descale", "k_descale", "v_descale", "q_scales"})
+    if (int i = sig.index_of(d); i >= 0) f.descale = f.descale || call.given(i);
+  mark_nondefault(call, f);
+  return f;
+}
 
 std::vector<std::pair<std::string, std::string>> CallFeatures::describe() const {
   auto yes = [](bool b) { return std::string(b ? "yes" : "no"); };
@@ -13,7 +123,7 @@ std::vector<std::pair<std::string, std::string>> CallFeatures::describe() const 
   std::vector<std::pair<std::string, std::string>> rows = {
       {"op", to_string(op)},
       {"dtype", to_string(dtype)},
-      {"device", to_string(device)},
+      {"device", to_string(device) + (device == DeviceKind::cpu ? "" : ":" + std::to_string(device_id))},
       {"head_dim (q/k, v)", std::to_string(head_dim_qk) + ", " + std::to_string(head_dim_v)},
       {"heads (q, kv)", std::to_string(q_heads) + ", " + std::to_string(kv_heads)},
       {"causal", yes(causal)},
@@ -27,6 +137,7 @@ std::vector<std::pair<std::string, std::string>> CallFeatures::describe() const 
   if (block_size) rows.push_back({"block_size", std::to_string(block_size)});
   if (return_attn_probs) rows.push_back({"return_attn_probs", "yes"});
   if (descale) rows.push_back({"descale / q_scales", "given"});
+  if (!batch_contiguous) rows.push_back({"batch layout", "sequences not one token stride apart"});
   std::string given;
   const auto& sig = signature(op);
   for (size_t i = 0; i < sig.params.size() && i < 32; ++i)
@@ -44,15 +155,16 @@ size_t CallFeaturesHash::operator()(const CallFeatures& f) const {
     h *= 1099511628211ull;
   };
   mix(static_cast<uint64_t>(f.op) | static_cast<uint64_t>(f.dtype) << 8 | static_cast<uint64_t>(f.device) << 16 |
-      static_cast<uint64_t>(static_cast<uint8_t>(f.window_arity)) << 24);
+      static_cast<uint64_t>(static_cast<uint8_t>(f.window_arity)) << 24 |
+      static_cast<uint64_t>(static_cast<uint16_t>(f.device_id)) << 32);
   mix(static_cast<uint64_t>(static_cast<uint32_t>(f.head_dim_qk)) | static_cast<uint64_t>(static_cast<uint32_t>(f.head_dim_v)) << 32);
   mix(static_cast<uint64_t>(static_cast<uint32_t>(f.q_heads)) | static_cast<uint64_t>(static_cast<uint32_t>(f.kv_heads)) << 32);
   uint64_t bits = 0;
   for (bool b : {f.causal, f.window_left, f.window_right, f.window_sink_size, f.sinks, f.dropout, f.bias, f.alibi,
-                 f.softcap, f.return_lse, f.return_attn_probs, f.descale})
+                 f.softcap, f.return_lse, f.return_attn_probs, f.descale, f.batch_contiguous})
     bits = bits << 1 | static_cast<uint64_t>(b);
   mix(bits | static_cast<uint64_t>(static_cast<uint32_t>(f.block_size)) << 16);
-  mix(f.nondefault);
+  mix(f.nondefault | static_cast<uint64_t>(f.kernel_features) << 32);
   return static_cast<size_t>(h);
 }
 

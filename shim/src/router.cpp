@@ -1,13 +1,20 @@
 #include "aiter_compat/shim/router.hpp"
 
 #include <algorithm>
-#include <set>
+
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
 
 namespace aiter_compat {
 namespace {
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
 }
 
 std::string dtype_word(DType t) {
@@ -49,37 +56,6 @@ bool refuses_route(const std::string& effect) {
   return effect == "sinks_ignored" || effect == "assertion_error" || effect == "wrong_result";
 }
 
-// Parameters the CPU reference kernels cannot honour when given a non-neutral value.
-const std::set<std::string>& cpu_unsupported(OpId op) {
-  static const std::set<std::string> varlen = {"dropout_p", "bias", "alibi_slopes", "return_attn_probs",
-                                               "block_table", "cu_seqlens_q_padded", "cu_seqlens_k_padded"};
-  static const std::set<std::string> batch = {"dropout_p", "bias", "alibi_slopes", "return_attn_probs",
-                                              "cu_seqlens_q", "cu_seqlens_kv"};
-  static const std::set<std::string> unified = {"q_descale", "k_descale", "v_descale", "q_scales", "alibi_slopes",
-                                                "output_scale", "qq_bias", "shuffled_kv_cache", "skip_reduce"};
-  static const std::set<std::string> none;
-  switch (op) {
-    case OpId::flash_attn_varlen_func: return varlen;
-    case OpId::flash_attn_func: return batch;
-    case OpId::unified_attention: return unified;
-    case OpId::paged_attention_decode:
-    case OpId::merge_attn_states: break;
-  }
-  return none;
-}
-
-// What both fallback families refuse: dtypes, the parameters the CPU kernels lack (plus `extra`
-// for the GPU ones), and StreamingLLM's sink_size.
-void add_kernel_limits(const CallFeatures& f, const std::set<std::string>& extra, std::vector<std::string>& reasons) {
-  if (f.dtype != DType::f16 && f.dtype != DType::bf16 && f.dtype != DType::f32)
-    reasons.push_back("takes float16, bfloat16 or float32, not " + to_string(f.dtype));
-  const OpSignature& sig = signature(f.op);
-  for (size_t i = 0; i < sig.params.size(); ++i)
-    if ((f.nondefault >> i) & 1u && (cpu_unsupported(f.op).count(sig.params[i].name) || extra.count(sig.params[i].name)))
-      reasons.push_back(sig.params[i].name + " is not supported");
-  if (f.window_sink_size) reasons.push_back("window_size sink_size > 0 (StreamingLLM) is not supported");
-}
-
 std::string kernel_name(OpId op) {
   switch (op) {
     case OpId::flash_attn_varlen_func: return "varlen_fwd";
@@ -89,6 +65,33 @@ std::string kernel_name(OpId op) {
     case OpId::merge_attn_states: return "merge_states";
   }
   return "?";
+}
+
+// The call as the kernel table sees it; features come separately (named by parameter below).
+gpu::KernelQuery query_of(const CallFeatures& f, const std::string& arch) {
+  gpu::KernelQuery q;
+  q.op = f.op == OpId::merge_attn_states ? gpu::KernelOp::merge_states : gpu::KernelOp::attention;
+  q.dtype = f.dtype == DType::f32 ? AC_DTYPE_F32 : f.dtype == DType::f16 ? AC_DTYPE_F16 : f.dtype == DType::bf16 ? AC_DTYPE_BF16 : -1;
+  q.head_dim = f.head_dim_qk, q.head_dim_v = f.head_dim_v;
+  q.q_heads = f.q_heads, q.kv_heads = f.kv_heads;
+  q.block_size = f.block_size;
+  q.batch_contiguous = f.batch_contiguous;
+  q.arch = arch;
+  return q;
+}
+
+// Every reason a kernel row cannot take the call: the table's, then each parameter the call sets
+// whose feature the row lacks, by the parameter's name.
+std::vector<std::string> row_reasons(const gpu::KernelRow& row, const CallFeatures& f, const std::string& arch) {
+  std::vector<std::string> why = row.route_reasons(query_of(f, arch));
+  const OpSignature& sig = signature(f.op);
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    const uint32_t lacking = sig.params[i].kernel_features & ~row.features;
+    if ((f.nondefault >> i) & 1u && lacking) why.push_back(sig.params[i].name + " is not supported");
+  }
+  if ((f.kernel_features & gpu::kStreamingSink) && !(row.features & gpu::kStreamingSink))
+    why.push_back("window_size sink_size > 0 (StreamingLLM) is not supported");
+  return why;
 }
 
 }  // namespace
@@ -130,11 +133,13 @@ Capabilities Capabilities::from_report(const ProbeReport& report, const CompatMa
     c.aiter_problem = "import aiter failed: " + it->second.import_error->error;
   for (const auto& op : report.ops)
     c.entries[op.name] = {op.present, op.module, op.param_names(), op.window_arity};
-  auto version = Version::parse(report.aiter.version);
-  bool trusted = version && report.aiter.version_trusted;
-  for (const auto& q : matrix.quirks())
-    if (!trusted || q.versions.contains(*version)) c.quirks.push_back(q);
-  if (report.device.present) c.gpu_arch = report.device.arch;
+  // The probe matched each quirk to the install (versions, arch, parameters): only the call
+  // conditions are left to decide per call. "possible" ones are assumed to apply.
+  for (const auto& hit : report.quirks)
+    for (const auto& q : matrix.quirks())
+      if (q.id == hit.id) c.quirks.push_back({q, hit.status == "applies" ? "" : hit.why});
+  if (report.device.present) c.device_archs = report.device.archs.empty() ? std::vector<std::string>{report.device.arch}
+                                                                          : report.device.archs;
   else c.gpu_problem = report.device.reason;
   for (const auto& k : report.fallback_kernels)
     for (const auto& a : k.archs)
@@ -179,12 +184,16 @@ Candidate Router::aiter_candidate(const CallFeatures& f, Route* r) const {
   };
   for (size_t i = 0; i < sig.params.size(); ++i) {
     const ParamSpec& p = sig.params[i];
+    const bool set = (f.nondefault >> i) & 1u;
     if (contains(e.params, p.name)) {
-      if (r) r->pass_params.push_back(static_cast<int>(i));
+      if (r && (p.required || set)) {  // what the call passes: the required ones and those it sets
+        if (p.role == Role::window && f.window_arity && e.window_arity && f.window_arity != *e.window_arity)
+          r->window_param = static_cast<int>(r->aiter_params.size());
+        r->aiter_params.push_back(static_cast<int>(i));
+      }
       continue;
     }
-    bool given = (f.nondefault >> i) & 1u;
-    if (p.required || (given && !p.hint))
+    if (p.required || (set && !p.hint))
       c.reasons.push_back(sig.aiter_name + " takes no " + p.name + first_in(p.name) +
                           (p.required ? "" : ", and this call sets it"));
   }
@@ -193,16 +202,10 @@ Candidate Router::aiter_candidate(const CallFeatures& f, Route* r) const {
   if (f.window_arity > 0 && e.window_arity == 2 && f.window_sink_size)
     c.reasons.push_back("window_size takes (left, right) in this release; sink_size > 0 needs a 3-value window");
   if (r) r->window_arity = e.window_arity.value_or(0);
-  for (const auto& q : caps_.quirks) {
+  for (const auto& [q, assumed] : caps_.quirks) {
     if (!refuses_route(q.effect) || !contains(q.ops, sig.aiter_name)) continue;
-    if (!q.requires_param.empty() && !contains(e.params, q.requires_param)) continue;
     if (!when_matches(q.when, f)) continue;
-    std::string arch_note;
-    if (!q.archs.empty()) {
-      if (!caps_.gpu_arch.empty() && !contains(q.archs, caps_.gpu_arch)) continue;
-      if (caps_.gpu_arch.empty()) arch_note = " (on gfx942/gfx950; the GPU here is unknown, so assumed)";
-    }
-    c.reasons.push_back("quirk " + q.id + ": " + q.summary + arch_note);
+    c.reasons.push_back("quirk " + q.id + ": " + q.summary + (assumed.empty() ? "" : " (assumed: " + assumed + ")"));
   }
   c.accepted = c.reasons.empty();
   return c;
@@ -212,36 +215,43 @@ Candidate Router::cpu_candidate(const CallFeatures& f) const {
   Candidate c;
   c.name = "fallback " + kernel_name(f.op) + " (cpu reference)";
   if (f.device != DeviceKind::cpu) c.reasons.push_back("runs on CPU tensors; these are on " + to_string(f.device));
-  add_kernel_limits(f, {}, c.reasons);
+  for (auto& r : row_reasons(gpu::kernel_row(gpu::KernelId::cpu_reference), f, "")) c.reasons.push_back(std::move(r));
   c.accepted = c.reasons.empty();
   return c;
 }
 
-Candidate Router::gpu_candidate(const CallFeatures& f) const {
+// A GPU route exists where the widest row of the op takes the call (the generic kernel, or the
+// merge): it fits every launch. The faster rows are recorded for the launcher and explain().
+Candidate Router::gpu_candidate(const CallFeatures& f, std::vector<Candidate>* kernels) const {
   Candidate c;
   c.name = "fallback " + kernel_name(f.op) + " (gpu)";
+  const std::string arch = f.device_id >= 0 && static_cast<size_t>(f.device_id) < caps_.device_archs.size()
+                               ? caps_.device_archs[static_cast<size_t>(f.device_id)]
+                               : "";
   if (f.device == DeviceKind::cpu) {
     c.reasons.push_back("runs on GPU tensors; these are on cpu");
   } else if (caps_.gpu_fallback_archs.empty()) {
     c.reasons.push_back("no GPU fallback kernels are built into this aiter-compat");
-  } else if (caps_.gpu_arch.empty()) {
+  } else if (caps_.device_archs.empty()) {
     c.reasons.push_back("no GPU was found at start-up" + (caps_.gpu_problem.empty() ? "" : " (" + caps_.gpu_problem + ")"));
-  } else if ((f.device == DeviceKind::rocm) != (caps_.gpu_arch.rfind("gfx", 0) == 0)) {
-    c.reasons.push_back("the tensors are on " + to_string(f.device) + " but the GPU found is " + caps_.gpu_arch);
-  } else if (!contains(caps_.gpu_fallback_archs, caps_.gpu_arch)) {
-    std::string built;
-    for (const auto& a : caps_.gpu_fallback_archs) built += (built.empty() ? "" : ", ") + a;
-    c.reasons.push_back("no kernel built for " + caps_.gpu_arch + " (built: " + built + ")");
+  } else if (arch.empty()) {
+    c.reasons.push_back("the tensors are on device " + std::to_string(f.device_id) + ", but " +
+                        std::to_string(caps_.device_archs.size()) + " device(s) were found");
+  } else if ((f.device == DeviceKind::rocm) != (arch.rfind("gfx", 0) == 0)) {
+    c.reasons.push_back("the tensors are on " + to_string(f.device) + " but the GPU found is " + arch);
+  } else if (!contains(caps_.gpu_fallback_archs, arch)) {
+    c.reasons.push_back("no kernel built for " + arch + " (built: " + join(caps_.gpu_fallback_archs, ", ") + ")");
   }
-  add_kernel_limits(f, {"logits_soft_cap", "softcap"}, c.reasons);
-  const bool attention = f.op != OpId::merge_attn_states;  // the merge takes any head dim
-  if (attention && ((f.head_dim_qk != 64 && f.head_dim_qk != 128) || f.head_dim_v != f.head_dim_qk))
-    c.reasons.push_back("head dims " + std::to_string(f.head_dim_qk) + "/" + std::to_string(f.head_dim_v) +
-                        ": the GPU kernels take 64/64 and 128/128");
-  if (f.kv_heads > 0 && f.q_heads / f.kv_heads > 16)
-    c.reasons.push_back(std::to_string(f.q_heads / f.kv_heads) + " query heads per KV head: at most 16");
-  if (f.block_size && f.block_size != 16 && f.block_size != 32 && f.block_size != 64)
-    c.reasons.push_back("block size " + std::to_string(f.block_size) + ": the GPU kernels take 16, 32 or 64");
+  const gpu::KernelOp op = f.op == OpId::merge_attn_states ? gpu::KernelOp::merge_states : gpu::KernelOp::attention;
+  const gpu::KernelId widest = op == gpu::KernelOp::merge_states ? gpu::KernelId::merge_states : gpu::KernelId::generic;
+  for (const auto& row : gpu::kernel_rows()) {
+    if (row.device != gpu::KernelDevice::gpu || row.op != op) continue;
+    Candidate k{row.name, false, row_reasons(row, f, arch)};
+    k.accepted = k.reasons.empty() && c.reasons.empty();
+    if (row.id == widest)
+      for (const auto& r : k.reasons) c.reasons.push_back(r);
+    if (kernels) kernels->push_back(std::move(k));
+  }
   c.accepted = c.reasons.empty();
   return c;
 }
@@ -250,7 +260,9 @@ Route Router::decide(const CallFeatures& f) const {
   Route r;
   Route aiter_route;
   Candidate aiter = aiter_candidate(f, &aiter_route);
-  Candidate cpu = cpu_candidate(f), gpu = gpu_candidate(f);
+  Candidate cpu = cpu_candidate(f);
+  std::vector<Candidate> kernels;
+  Candidate gpu = gpu_candidate(f, &kernels);
   if (policy_ == Policy::aiter_only) {
     for (Candidate* fb : {&cpu, &gpu}) {
       fb->reasons.push_back("policy aiter-only allows AITer routes only");
@@ -263,7 +275,8 @@ Route Router::decide(const CallFeatures& f) const {
     r.module = e.module;
     r.function = signature(f.op).aiter_name;
     r.target = e.module + "." + r.function;
-    r.pass_params = aiter_route.pass_params;
+    r.aiter_params = aiter_route.aiter_params;
+    r.window_param = aiter_route.window_param;
     r.window_arity = aiter_route.window_arity;
   };
   auto take_fallback = [&]() -> bool {
@@ -275,6 +288,7 @@ Route Router::decide(const CallFeatures& f) const {
     if (gpu.accepted) {
       r.kind = RouteKind::fallback_gpu;
       r.target = gpu.name;
+      r.kernels = kernels;
       return true;
     }
     return false;
@@ -286,6 +300,7 @@ Route Router::decide(const CallFeatures& f) const {
   } else {
     take_fallback();
   }
+  if (r.kind != RouteKind::fallback_gpu) r.kernels = std::move(kernels);  // explain() shows why not
   r.candidates = {aiter, cpu, gpu};
   auto entry = caps_.entries.find(signature(f.op).aiter_name);
   r.rerouted = r.kind != RouteKind::aiter && entry != caps_.entries.end() && entry->second.present;

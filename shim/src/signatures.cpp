@@ -1,52 +1,82 @@
 #include "aiter_compat/shim/signatures.hpp"
 
+#include <stdexcept>
+
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
+
 namespace aiter_compat {
 namespace {
 
 using D = DefaultKind;
+using R = Role;
+namespace k = gpu;
 
-ParamSpec R(const char* name, DefaultKind neutral = DefaultKind::value) { return {name, neutral, true, false}; }
-ParamSpec O(const char* name, DefaultKind def, bool hint = false) { return {name, def, false, hint}; }
+ParamSpec P(const char* name, Role role = R::none) { return {name, D::value, true, false, role, 0}; }
+ParamSpec P(const char* name, DefaultKind neutral, Role role, uint32_t features = 0) {
+  return {name, neutral, true, false, role, features};
+}
+ParamSpec O(const char* name, DefaultKind def, Role role = R::none, uint32_t features = 0) {
+  return {name, def, false, false, role, features};
+}
+ParamSpec hint(const char* name, DefaultKind def) { return {name, def, false, true, R::none, 0}; }
 
 // AITer main's signatures (2026-08-22), which the fronts expose unchanged.
 std::vector<OpSignature> make_signatures() {
-  return {
+  std::vector<OpSignature> s = {
       {OpId::flash_attn_varlen_func, "flash_attn_varlen_func", "flash_attn_varlen_func", "",
-       {R("q"), R("k"), R("v"), R("cu_seqlens_q"),
-        R("cu_seqlens_k"), R("max_seqlen_q"), R("max_seqlen_k"),
-        O("min_seqlen_q", D::zero, true), O("dropout_p", D::zero), O("softmax_scale", D::none),
-        O("logits_soft_cap", D::zero), O("causal", D::false_), O("window_size", D::window), O("bias", D::none),
-        O("alibi_slopes", D::none), O("deterministic", D::false_, true), O("return_lse", D::false_),
-        O("return_attn_probs", D::false_), O("how_v3_bf16_cvt", D::other, true), O("block_table", D::none),
-        O("out", D::none), O("cu_seqlens_q_padded", D::none), O("cu_seqlens_k_padded", D::none),
-        O("sink_ptr", D::none)}},
+       {P("q", R::q), P("k", R::k), P("v", R::v), P("cu_seqlens_q", R::cu_seqlens_q),
+        P("cu_seqlens_k", R::cu_seqlens_k), P("max_seqlen_q", R::max_seqlen_q), P("max_seqlen_k", R::max_seqlen_k),
+        hint("min_seqlen_q", D::zero), O("dropout_p", D::zero, R::dropout, k::kDropout),
+        O("softmax_scale", D::none, R::softmax_scale), O("logits_soft_cap", D::zero, R::softcap, k::kSoftcap),
+        O("causal", D::false_, R::causal), O("window_size", D::window, R::window), O("bias", D::none, R::bias, k::kBias),
+        O("alibi_slopes", D::none, R::alibi, k::kAlibi), hint("deterministic", D::false_),
+        O("return_lse", D::false_, R::return_lse), O("return_attn_probs", D::false_, R::return_attn_probs, k::kAttnProbs),
+        hint("how_v3_bf16_cvt", D::other), O("block_table", D::none, R::block_table, k::kPagedVarlen),
+        O("out", D::none, R::out), O("cu_seqlens_q_padded", D::none, R::none, k::kPaddedSeqlens),
+        O("cu_seqlens_k_padded", D::none, R::none, k::kPaddedSeqlens), O("sink_ptr", D::none, R::sinks)}},
       {OpId::flash_attn_func, "flash_attn_func", "flash_attn_func", "",
-       {R("q"), R("k"), R("v"), O("dropout_p", D::zero),
-        O("softmax_scale", D::none), O("causal", D::false_), O("window_size", D::window), O("bias", D::none),
-        O("alibi_slopes", D::none), O("deterministic", D::other, true), O("return_lse", D::false_),
-        O("return_attn_probs", D::false_), O("how_v3_bf16_cvt", D::other, true), O("cu_seqlens_q", D::none),
-        O("cu_seqlens_kv", D::none), O("sink_ptr", D::none), O("num_splits", D::zero, true)}},
+       {P("q", R::q), P("k", R::k), P("v", R::v), O("dropout_p", D::zero, R::dropout, k::kDropout),
+        O("softmax_scale", D::none, R::softmax_scale), O("causal", D::false_, R::causal),
+        O("window_size", D::window, R::window), O("bias", D::none, R::bias, k::kBias),
+        O("alibi_slopes", D::none, R::alibi, k::kAlibi), hint("deterministic", D::other),
+        O("return_lse", D::false_, R::return_lse), O("return_attn_probs", D::false_, R::return_attn_probs, k::kAttnProbs),
+        hint("how_v3_bf16_cvt", D::other), O("cu_seqlens_q", D::none, R::none, k::kBatchVarlen),
+        O("cu_seqlens_kv", D::none, R::none, k::kBatchVarlen), O("sink_ptr", D::none, R::sinks),
+        hint("num_splits", D::zero)}},
       {OpId::unified_attention, "unified_attention", "unified_attention", "",
-       {R("q"), R("k"), R("v"), R("out"),
-        R("cu_seqlens_q"), R("max_seqlen_q"), R("seqused_k"),
-        R("max_seqlen_k"), R("softmax_scale"), R("causal"),
-        R("window_size", D::window), R("block_table"), R("softcap", D::zero),
-        R("q_descale", D::none), R("k_descale", D::none), R("v_descale", D::none),
-        O("q_scales", D::none), O("alibi_slopes", D::none), O("output_scale", D::none), O("qq_bias", D::none),
-        O("sinks", D::none), O("shuffled_kv_cache", D::false_), O("skip_reduce", D::false_)}},
+       {P("q", R::q), P("k", R::k), P("v", R::v), P("out", R::out), P("cu_seqlens_q", R::cu_seqlens_q),
+        P("max_seqlen_q", R::max_seqlen_q), P("seqused_k", R::seqused_k), P("max_seqlen_k", R::max_seqlen_k),
+        P("softmax_scale", R::softmax_scale), P("causal", R::causal), P("window_size", D::window, R::window),
+        P("block_table", R::block_table), P("softcap", D::zero, R::softcap, k::kSoftcap),
+        P("q_descale", D::none, R::descale, k::kDescale), P("k_descale", D::none, R::descale, k::kDescale),
+        P("v_descale", D::none, R::descale, k::kDescale), O("q_scales", D::none, R::descale, k::kDescale),
+        O("alibi_slopes", D::none, R::alibi, k::kAlibi), O("output_scale", D::none, R::none, k::kDescale),
+        O("qq_bias", D::none, R::bias, k::kBias), O("sinks", D::none, R::sinks),
+        O("shuffled_kv_cache", D::false_, R::none, k::kShuffledCache),
+        O("skip_reduce", D::false_, R::none, k::kShuffledCache)}},
       // Ours: decode (and extend) over a paged cache with sinks, which no AITer kernel offers.
       {OpId::paged_attention_decode, "paged_attention_decode", "",
        "AITer has no entry point for this: its paged decode kernels (pa_fwd_asm, paged_attention_v1) take no "
        "sinks and a different calling convention",
-       {R("q"), R("k_cache"), R("v_cache"), R("block_table"),
-        R("seqused_k"), O("softmax_scale", D::none), O("window_size", D::window),
-        O("sinks", D::none), O("out", D::none), O("return_lse", D::false_), O("cu_seqlens_q", D::none)}},
+       {P("q", R::q), P("k_cache", R::k), P("v_cache", R::v), P("block_table", R::block_table),
+        P("seqused_k", R::seqused_k), O("softmax_scale", D::none, R::softmax_scale),
+        O("window_size", D::window, R::window), O("sinks", D::none, R::sinks), O("out", D::none, R::out),
+        O("return_lse", D::false_, R::return_lse), O("cu_seqlens_q", D::none, R::cu_seqlens_q)}},
       // Ours, shaped as vLLM's merge_attn_states, plus sinks: merges two partial attention states
       // (chunked prefill) and adds the sink exactly once.
       {OpId::merge_attn_states, "merge_attn_states", "", "AITer has no sink-aware merge of attention states",
-       {R("output"), R("prefix_output"), R("prefix_lse"), R("suffix_output"), R("suffix_lse"),
-        O("output_lse", D::none), O("sinks", D::none)}},
+       {P("output", R::output), P("prefix_output", R::prefix_output), P("prefix_lse", R::prefix_lse),
+        P("suffix_output", R::suffix_output), P("suffix_lse", R::suffix_lse),
+        O("output_lse", D::none, R::output_lse), O("sinks", D::none, R::sinks)}},
   };
+  for (auto& sig : s) {
+    if (sig.params.size() > kMaxParams) throw std::logic_error(sig.name + " has more parameters than kMaxParams");
+    for (int& i : sig.role_index) i = -1;
+    // The first parameter of a role is its index (q_descale for the descale role).
+    for (size_t i = sig.params.size(); i-- > 0;)
+      if (sig.params[i].role != Role::none) sig.role_index[static_cast<int>(sig.params[i].role)] = static_cast<int>(i);
+  }
+  return s;
 }
 
 }  // namespace
@@ -55,6 +85,12 @@ int OpSignature::index_of(const std::string& param) const {
   for (size_t i = 0; i < params.size(); ++i)
     if (params[i].name == param) return static_cast<int>(i);
   return -1;
+}
+
+const std::string& OpSignature::name_of(Role r) const {
+  static const std::string none = "?";
+  int i = index_of(r);
+  return i < 0 ? none : params[static_cast<size_t>(i)].name;
 }
 
 const std::vector<OpSignature>& all_signatures() {

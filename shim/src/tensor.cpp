@@ -59,6 +59,11 @@ DLDataType to_dlpack(DType t) {
 
 bool is_float16_or_32(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
+bool is_integer(DType t) {
+  const DTypeRow* r = row_of(t);
+  return r && (r->code == kDLInt || r->code == kDLUInt || r->code == kBool);
+}
+
 std::string to_string(DeviceKind d) {
   switch (d) {
     case DeviceKind::cpu: return "cpu";

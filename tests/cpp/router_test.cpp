@@ -63,7 +63,8 @@ TEST(Router, OldAiterServesCallsWithoutSinksDroppingTheDefaultKeyword) {
   ASSERT_EQ(r.kind, RouteKind::aiter) << r.candidates[0].reasons.size();
   EXPECT_EQ(r.target, "aiter.ops.mha.flash_attn_varlen_func");
   const auto& sig = signature(OpId::flash_attn_varlen_func);
-  for (int i : r.pass_params) EXPECT_NE(sig.params[i].name, "sink_ptr");
+  for (int i : r.aiter_params) EXPECT_NE(sig.params[i].name, "sink_ptr");
+  EXPECT_FALSE(r.aiter_params.empty());
   EXPECT_EQ(r.window_arity, 3);
 }
 
@@ -143,8 +144,24 @@ TEST(Router, DecidesOncePerFeatureSetAcrossThreads) {
 TEST(Router, GpuKernelLimitsAreReasons) {
   Router router(caps_for("0.1.9.post1", "gfx942"), Policy::automatic);
   CallFeatures f = vllm_prefill(true);
+  f.head_dim_qk = f.head_dim_v = 256;
+  EXPECT_TRUE(any_reason(router.route(f), "head dims 256/256: takes up to 128"));
+  // Head dim 96: the generic kernel takes it, the tiled and decode ones pass it over, saying why.
   f.head_dim_qk = f.head_dim_v = 96;
-  EXPECT_TRUE(any_reason(router.route(f), "head dims 96/96: the GPU kernels take 64/64 and 128/128"));
+  const Route& r96 = router.route(f);
+  ASSERT_EQ(r96.kind, RouteKind::fallback_gpu);
+  std::vector<std::string> taken;
+  auto has = [](const Candidate& k, const std::string& text) {
+    for (const auto& r : k.reasons)
+      if (r.find(text) != std::string::npos) return true;
+    return false;
+  };
+  for (const auto& k : r96.kernels) {
+    if (k.accepted) taken.push_back(k.name);
+    else EXPECT_TRUE(has(k, "head dims 96/96: takes 64 and 128")) << k.name;
+    if (k.name.rfind("tiled_", 0) == 0) EXPECT_TRUE(has(k, "not built for gfx942")) << k.name;
+  }
+  EXPECT_EQ(taken, std::vector<std::string>{"generic"});
   f = vllm_prefill(true);
   f.q_heads = 64, f.kv_heads = 2;
   EXPECT_TRUE(any_reason(router.route(f), "32 query heads per KV head: at most 16"));

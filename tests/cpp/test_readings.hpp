@@ -74,6 +74,7 @@ inline ProbeReport report_for_release(const char* version, const char* arch = nu
   if (arch) {
     r.device.present = true;
     r.device.arch = arch;
+    r.device.archs = {arch};
     r.quirks = match_quirks(CompatMatrix::builtin(), r);
   }
   return r;

@@ -27,7 +27,8 @@ P = ctypes.POINTER(DLTensor)
 class VarlenArgs(ctypes.Structure):
     _fields_ = [(n, P) for n in ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "sinks", "out", "lse")] + [
         ("max_seqlen_q", ctypes.c_int64), ("max_seqlen_k", ctypes.c_int64), ("softmax_scale", ctypes.c_double),
-        ("causal", ctypes.c_int), ("window_left", ctypes.c_int64), ("window_right", ctypes.c_int64)]
+        ("causal", ctypes.c_int), ("window_left", ctypes.c_int64), ("window_right", ctypes.c_int64),
+        ("softcap", ctypes.c_double)]
 
 keep = []
 def dl(array, code, bits, device=10):  # kDLROCM: the memory is host memory, which the fixture never reads
@@ -44,7 +45,7 @@ q, k, v, out = bf16(8, 64, 64), bf16(8, 8, 64), bf16(8, 8, 64), bf16(8, 64, 64)
 cu = np.array([0, 8], np.int32)
 sinks = np.zeros(64, np.float32) if sys.argv[2] == "sinks" else None
 args = VarlenArgs(dl(q, 4, 16), dl(k, 4, 16), dl(v, 4, 16), dl(cu, 0, 32), dl(cu, 0, 32),
-                  dl(sinks, 2, 32) if sinks is not None else None, dl(out, 4, 16), None, 8, 8, 0.125, 1, 127, 0)
+                  dl(sinks, 2, 32) if sinks is not None else None, dl(out, 4, 16), None, 8, 8, 0.125, 1, 127, 0, 0.0)
 status = lib.aiter_compat_varlen_attention(ctypes.byref(args), None)
 import aiter
 calls = [(name, sorted(kw), list(kw.get("window_size", ()))) for name, kw in aiter.CALLS]

@@ -1,7 +1,8 @@
 #pragma once
 // Chooses, for each call, where it runs: AITer by keyword, a fallback kernel, or nowhere (an
 // error listing every candidate and why it was refused). Routes depend only on the capabilities
-// (from the probe) and the call's features, so each distinct feature set is decided once.
+// (from the probe) and the call's features, so each distinct feature set is decided once; the
+// route carries everything the call then needs (AITer's keywords, the kernels that may run).
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,14 +31,21 @@ struct AiterEntry {
   std::optional<int> window_arity;
 };
 
+// A quirk of the matrix that the probe found applying to this install (versions, arch and
+// parameters already matched); the router checks only its call conditions.
+struct AppliedQuirk {
+  MatrixQuirk quirk;
+  std::string assumed;  // why it is assumed rather than known ("" when known)
+};
+
 struct Capabilities {
   bool aiter_found = false;
   std::string aiter_label;  // "aiter 0.1.9 at /path" for messages
   std::string aiter_problem;  // why AITer cannot be used at all (import failed, foreign, ...)
   std::map<std::string, AiterEntry> entries;
-  std::vector<MatrixQuirk> quirks;  // those whose versions match the install
-  std::string gpu_arch;             // of the GPU present ("" if none or unknown)
-  std::string gpu_problem;          // why none was found
+  std::vector<AppliedQuirk> quirks;
+  std::vector<std::string> device_archs;  // of each GPU present, by index (empty: none found)
+  std::string gpu_problem;                // why none was found
   std::vector<std::string> gpu_fallback_archs;  // archs the fallback GPU kernels were built for
   // entry point -> parameter -> first matrix release that has it
   std::map<std::string, std::map<std::string, std::string>> first_release;
@@ -50,11 +58,18 @@ std::string to_string(RouteKind k);
 
 struct Route {
   RouteKind kind = RouteKind::refused;
-  std::string target;  // "aiter.ops.mha.flash_attn_varlen_func", "fallback varlen_fwd (cpu reference)"
-  std::string module, function;  // AITer route: where to find the function
-  std::vector<int> pass_params;  // AITer route: indices of our parameters to pass by keyword
-  int window_arity = 0;          // AITer route: arity AITer's window_size wants (0: leave as given)
-  std::vector<Candidate> candidates;  // every candidate considered, with reasons
+  std::string target;  // "aiter.ops.mha.flash_attn_varlen_func", "fallback varlen_fwd (gpu)"
+  // AITer route: where the function is, the parameters passed by keyword in order (those the
+  // release takes and the call sets, and the required ones), and where window_size sits in that
+  // list when the release wants another arity (-1: as given).
+  std::string module, function;
+  std::vector<int> aiter_params;
+  int window_param = -1;
+  int window_arity = 0;
+  // Fallback routes: each kernel row of the op and whether it takes this call; the launcher runs
+  // the first accepted one that the call's tensors fit (alignment, strides), the last always.
+  std::vector<Candidate> kernels;
+  std::vector<Candidate> candidates;  // every route considered, with reasons
   bool rerouted = false;         // an AITer entry point exists but the call went elsewhere
 };
 
@@ -75,7 +90,7 @@ class Router {
  private:
   Candidate aiter_candidate(const CallFeatures& f, Route* r) const;
   Candidate cpu_candidate(const CallFeatures& f) const;
-  Candidate gpu_candidate(const CallFeatures& f) const;
+  Candidate gpu_candidate(const CallFeatures& f, std::vector<Candidate>* kernels) const;
 
   Capabilities caps_;
   Policy policy_;

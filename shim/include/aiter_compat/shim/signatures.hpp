@@ -1,7 +1,9 @@
 #pragma once
-// The public operations with AITer's newest signatures, as data: parameter names in order and
-// what counts as each one's default. The fronts parse calls with this table, and the router
-// decides per parameter whether an AITer release that lacks it can still be called.
+// The public operations with AITer's newest signatures, as data: parameter names in order, what
+// counts as each one's default, the role each plays in the call (so that `sink_ptr` and `sinks`,
+// `k` and `k_cache` are one thing to the core), and what a non-default value asks of a kernel.
+// The fronts parse calls with this table; the core reads values by role; the router decides per
+// parameter whether an AITer release that lacks it can still be called.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +30,16 @@ enum class DefaultKind : uint8_t {
   other,     // some other value (how_v3_bf16_cvt=1, ...)
 };
 
+// What a parameter is to the core, whichever name the op gives it.
+enum class Role : uint8_t {
+  none,  // read by no fallback (speed hints, AITer-only switches)
+  q, k, v, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, block_table, sinks,
+  softmax_scale, causal, window, softcap, dropout, bias, alibi, return_lse, return_attn_probs, descale,
+  output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse,
+  count_
+};
+constexpr int kRoleCount = static_cast<int>(Role::count_);
+
 struct ParamSpec {
   std::string name;
   DefaultKind default_kind;
@@ -35,6 +47,8 @@ struct ParamSpec {
   // A hint changes speed, not results (min_seqlen_q, deterministic, how_v3_bf16_cvt): it may be
   // dropped for a release that lacks it whatever its value.
   bool hint = false;
+  Role role = Role::none;
+  uint32_t kernel_features = 0;  // gpu::KernelFeature bits a non-default value asks for
 };
 
 struct OpSignature {
@@ -43,8 +57,13 @@ struct OpSignature {
   std::string aiter_name;  // the AITer entry point of that name ("" if none)
   std::string no_aiter_reason;  // why AITer cannot serve it, when aiter_name is empty
   std::vector<ParamSpec> params;
+  int role_index[kRoleCount];   // parameter index of each role, -1 where the op has none
   int index_of(const std::string& param) const;  // -1 if absent
+  int index_of(Role r) const { return role_index[static_cast<int>(r)]; }
+  const std::string& name_of(Role r) const;      // the op's name for a role ("sink_ptr", "sinks")
 };
+
+constexpr int kMaxParams = 32;  // every op has fewer (CallFeatures::nondefault is 32 bits)
 
 const OpSignature& signature(OpId id);
 const std::vector<OpSignature>& all_signatures();

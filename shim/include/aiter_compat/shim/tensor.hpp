@@ -28,6 +28,7 @@ DLDataType to_dlpack(DType t);
 DeviceKind device_kind_of(const DLDevice& d);
 size_t element_size(DType t);
 bool is_float16_or_32(DType t);  // float32, float16 or bfloat16: what attention computes in
+bool is_integer(DType t);        // the integer types and bool
 
 struct TensorView {
   void* data = nullptr;

@@ -1,0 +1,60 @@
+#include "aiter_compat/shim/dispatch.hpp"
+
+#include <cstdlib>
+
+#include "aiter_compat/shim/log.hpp"
+
+namespace aiter_compat {
+
+Policy policy_from_environment() {
+  const char* text = std::getenv("AITER_COMPAT_POLICY");
+  if (!text || !*text) return Policy::automatic;
+  if (auto p = parse_policy(text)) return *p;
+  log().warn("AITER_COMPAT_POLICY={} is not one of auto, prefer-fallback, aiter-only; using auto", text);
+  return Policy::automatic;
+}
+
+Dispatcher::Dispatcher(const Options& options) {
+  report_ = run_probe(options.probe, *options.python);
+  std::string source, warning;
+  const CompatMatrix& matrix = load_matrix("", &source, &warning);
+  Capabilities caps = Capabilities::from_report(report_, matrix);
+  if (caps.aiter_found && caps.aiter_problem.empty() && options.aiter_problem) caps.aiter_problem = options.aiter_problem();
+  routers_.push_back(std::make_unique<Router>(std::move(caps), options.policy.value_or(policy_from_environment())));
+  router_.store(routers_.back().get(), std::memory_order_release);
+  const Router& router = *routers_.back();
+  std::string ops;
+  for (const auto& op : report_.ops)
+    if (op.present) ops += (ops.empty() ? "" : ", ") + op.name + (op.sinks == Support::supported ? " (sinks)" : "");
+  log().info("{}; policy {}; entry points: {}; GPU {}",
+             router.capabilities().aiter_found ? router.capabilities().aiter_label : std::string("no AITer"),
+             to_string(router.policy()), ops.empty() ? "none" : ops,
+             report_.device.present ? report_.device.arch : "none");
+}
+
+const Route& Dispatcher::route(const CallFeatures& f) {
+  const Route& r = router().route(f);
+  if (r.rerouted && !warned_[static_cast<int>(f.op)]) {
+    std::lock_guard lock(mutex_);
+    if (!warned_[static_cast<int>(f.op)]) {
+      warned_[static_cast<int>(f.op)] = true;
+      std::string why;
+      for (const auto& reason : r.candidates.front().reasons) why += (why.empty() ? "" : "; ") + reason;
+      log().warn("{} goes to {} instead of AITer: {}", to_string(f.op),
+                 r.kind == RouteKind::refused ? "no route" : r.target, why);
+    }
+  }
+  return r;
+}
+
+void Dispatcher::disable_aiter(const std::string& why) {
+  std::lock_guard lock(mutex_);
+  Capabilities caps = router().capabilities();
+  caps.aiter_problem = why;
+  routers_.push_back(std::make_unique<Router>(std::move(caps), router().policy()));
+  router_.store(routers_.back().get(), std::memory_order_release);
+  for (bool& w : warned_) w = false;
+  log().warn("AITer is routed around from now on: {}", why);
+}
+
+}  // namespace aiter_compat

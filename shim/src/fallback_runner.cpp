@@ -1,0 +1,171 @@
+// The one runner of fallback routes, for both fronts: the call's values by role become the
+// kernels' argument structs, outputs the call did not give are made by the front, every
+// argument is checked, and the CPU reference or the GPU kernels run.
+#include <string>
+#include <vector>
+
+#include "aiter_compat/shim/dispatch.hpp"
+#include "aiter_compat/shim/errors.hpp"
+#include "aiter_compat/shim/gpu_runner.hpp"
+#include "aiter_compat/shim/validate.hpp"
+#include "reference_attention.hpp"
+
+namespace aiter_compat {
+namespace {
+
+Window window_of(const CallArgs& c) {
+  WindowValue w = c.window(c.signature().index_of(Role::window));
+  return {w.left, w.right, w.sink_size};
+}
+
+double number_of(const CallArgs& c, Role r) {
+  const int i = c.signature().index_of(r);
+  return i < 0 ? 0.0 : c.number(i);
+}
+
+TensorView view_of(CallArgs& c, Role r) {
+  const int i = c.signature().index_of(r);
+  return i < 0 ? TensorView{} : c.view(i);
+}
+
+// Runs on the route's kernels; the GPU ones only enqueue on the caller's stream.
+template <typename Args>
+gpu::KernelId execute(const Route& route, CallArgs& call, Args& a, const TensorView& like, void (*cpu_kernel)(const Args&),
+                      void (*check)(const Args&, bool)) {
+  if (route.kind == RouteKind::fallback_gpu) {
+    check(a, false);  // contents live on the GPU; the kernels clamp every index
+    void* stream = call.stream(call.signature().index_of(Role::q) >= 0 ? call.signature().index_of(Role::q)
+                                                                       : call.signature().index_of(Role::output),
+                               like);
+    std::string error;
+    gpu::KernelId ran = gpu::KernelId::generic;
+    call.run_unlocked([&] {
+      try {
+        ran = run_gpu(a, stream);
+      } catch (const gpu::GpuError& e) {
+        error = e.what();
+      }
+    });
+    if (!error.empty()) throw RouteError(route.target, {{"error", error}}, {{route.target, false, {error}}});
+    return ran;
+  }
+  check(a, true);
+  call.run_unlocked([&] { cpu_kernel(a); });
+  return gpu::KernelId::cpu_reference;
+}
+
+FallbackRun varlen(const Route& route, CallArgs& c, const CallFeatures& f) {
+  const OpSignature& sig = c.signature();
+  VarlenArgs a;
+  a.batch_layout = f.op == OpId::flash_attn_func;
+  const int qi = sig.index_of(Role::q);
+  a.q = c.view(qi);
+  a.k = view_of(c, Role::k);
+  a.v = view_of(c, Role::v);
+  if (!a.batch_layout) {
+    a.cu_seqlens_q = view_of(c, Role::cu_seqlens_q);
+    a.cu_seqlens_k = view_of(c, Role::cu_seqlens_k);
+    a.max_seqlen_q = c.integer(sig.index_of(Role::max_seqlen_q), 0);
+    a.max_seqlen_k = c.integer(sig.index_of(Role::max_seqlen_k), 0);
+  }
+  a.sinks = view_of(c, Role::sinks);
+  a.softmax_scale = number_of(c, Role::softmax_scale);
+  a.causal = f.causal;
+  a.window = window_of(c);
+  a.dropout_p = number_of(c, Role::dropout);
+  a.softcap = number_of(c, Role::softcap);
+  const int nd = a.batch_layout ? 4 : 3;
+  if (a.q.ndim != nd || a.v.ndim != nd) validate_varlen(a, false);  // names the bad shape
+  const int oi = sig.index_of(Role::out);
+  if (c.given(oi)) {
+    a.out = c.view(oi);
+  } else {
+    std::vector<int64_t> shape(a.q.shape, a.q.shape + a.q.ndim);
+    shape.back() = a.v.shape[a.v.ndim - 1];
+    a.out = c.output(qi, shape, false, Role::out);
+  }
+  if (f.return_lse)
+    a.lse = c.output(qi, a.batch_layout ? std::vector<int64_t>{a.q.shape[0], a.q.shape[2], a.q.shape[1]}
+                                          : std::vector<int64_t>{a.q.shape[1], a.q.shape[0]},
+                       true, Role::return_lse);
+  FallbackRun run;
+  run.kernel = execute<VarlenArgs>(route, c, a, a.q, cpu::varlen_attention, validate_varlen);
+  run.returns = f.return_lse ? Returns::out_and_lse : Returns::out;
+  return run;
+}
+
+FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
+  const OpSignature& sig = c.signature();
+  PagedArgs a;
+  const bool decode = f.op == OpId::paged_attention_decode;
+  const int qi = sig.index_of(Role::q);
+  a.q = c.view(qi);
+  a.k_cache = view_of(c, Role::k);
+  a.v_cache = view_of(c, Role::v);
+  a.seqused_k = view_of(c, Role::seqused_k);
+  a.block_table = view_of(c, Role::block_table);
+  a.sinks = view_of(c, Role::sinks);
+  a.softmax_scale = number_of(c, Role::softmax_scale);
+  a.causal = f.causal;
+  a.window = window_of(c);
+  a.softcap = number_of(c, Role::softcap);
+  std::vector<int32_t> arange;  // decode without cu_seqlens_q: one query token per sequence
+  const int cu = sig.index_of(Role::cu_seqlens_q);
+  if (c.given(cu)) {
+    a.cu_seqlens_q = c.view(cu);
+    a.max_seqlen_q = decode ? INT32_MAX : c.integer(sig.index_of(Role::max_seqlen_q), 0);
+  } else {
+    const int64_t batch = a.q.ndim > 0 ? a.q.shape[0] : 0;
+    arange.resize(static_cast<size_t>(batch + 1));
+    for (int64_t i = 0; i <= batch; ++i) arange[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    a.cu_seqlens_q.data = arange.data();
+    a.cu_seqlens_q.dtype = DType::i32;
+    a.cu_seqlens_q.raw_dtype = to_dlpack(DType::i32);
+    a.cu_seqlens_q.device = a.q.device;
+    a.cu_seqlens_q.device_id = a.q.device_id;
+    a.cu_seqlens_q.ndim = 1;
+    a.cu_seqlens_q.shape[0] = batch + 1;
+    a.cu_seqlens_q.strides[0] = 1;
+    a.max_seqlen_q = 1;
+    a.one_query_per_sequence = true;
+  }
+  a.max_seqlen_k = decode ? -1 : c.integer(sig.index_of(Role::max_seqlen_k), 0);
+  if (a.q.ndim != 3 || a.v_cache.ndim != 4) validate_paged(a, false);
+  const int oi = sig.index_of(Role::out);
+  if (c.given(oi)) a.out = c.view(oi);
+  else a.out = c.output(qi, {a.q.shape[0], a.q.shape[1], a.v_cache.shape[3]}, false, Role::out);
+  if (f.return_lse) a.lse = c.output(qi, {a.q.shape[1], a.q.shape[0]}, true, Role::return_lse);
+  FallbackRun run;
+  run.kernel = execute<PagedArgs>(route, c, a, a.q, cpu::paged_attention, validate_paged);
+  run.returns = !decode ? Returns::nothing : f.return_lse ? Returns::out_and_lse : Returns::out;
+  return run;
+}
+
+FallbackRun merge(const Route& route, CallArgs& c) {
+  MergeArgs a;
+  a.output = view_of(c, Role::output);
+  a.prefix_output = view_of(c, Role::prefix_output);
+  a.prefix_lse = view_of(c, Role::prefix_lse);
+  a.suffix_output = view_of(c, Role::suffix_output);
+  a.suffix_lse = view_of(c, Role::suffix_lse);
+  a.output_lse = view_of(c, Role::output_lse);
+  a.sinks = view_of(c, Role::sinks);
+  FallbackRun run;
+  run.kernel = execute<MergeArgs>(route, c, a, a.output, cpu::merge_states, validate_merge);
+  return run;
+}
+
+}  // namespace
+
+FallbackRun run_fallback(const Route& route, CallArgs& call, const CallFeatures& f) {
+  switch (f.op) {
+    case OpId::flash_attn_varlen_func:
+    case OpId::flash_attn_func: return varlen(route, call, f);
+    case OpId::unified_attention:
+    case OpId::paged_attention_decode: return paged(route, call, f);
+    case OpId::merge_attn_states: return merge(route, call);
+  }
+  return {};
+}
+
+}  // namespace aiter_compat
