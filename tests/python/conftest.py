@@ -61,3 +61,28 @@ def fixture_pkg(matrix, tmp_path):
         site.mkdir(exist_ok=True)
         return str(site), make_fixture.make_fixture(matrix, version, str(site), **options)
     return make
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory):
+    """The wheel `pip install .` builds, built once for every test that needs it."""
+    from wheel_support import build_wheel
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def auditwheel(tmp_path_factory):
+    from wheel_support import auditwheel_venv
+    return auditwheel_venv(tmp_path_factory.mktemp("auditwheel-venv"))
+
+
+@pytest.fixture(scope="session")
+def repaired_wheel(built_wheel, auditwheel, tmp_path_factory):
+    """The distributable wheel: `auditwheel repair` of the built one (see docs/using.md)."""
+    out = tmp_path_factory.mktemp("repaired")
+    proc = subprocess.run([auditwheel, "repair", "-w", str(out), built_wheel], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    wheels = sorted(out.glob("*.whl"))
+    assert len(wheels) == 1, wheels
+    return str(wheels[0])
