@@ -1,8 +1,10 @@
 """Shared fixtures: the CLI under test, the matrix, and fixture AITer packages."""
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -14,6 +16,18 @@ import make_fixture  # noqa: E402
 MATRIX_PATH = os.path.join(SOURCE, "compat_matrix.yaml")
 BUILD_PYTHON = os.environ.get("AITER_COMPAT_PYTHONPATH", os.path.join(SOURCE, "build", "python"))
 sys.path.insert(0, BUILD_PYTHON)  # the aiter_compat module as built
+
+
+def project_version():
+    """CMakeLists.txt's project() version, read with pyproject.toml's own regex."""
+    with open(os.path.join(SOURCE, "pyproject.toml"), "rb") as f:
+        pyproject = tomllib.load(f)
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    provider = pyproject["tool"]["scikit-build"]["metadata"]["version"]
+    with open(os.path.join(SOURCE, provider["input"])) as f:
+        match = re.search(provider["regex"], f.read(), re.MULTILINE)
+    assert match, f"pyproject's version regex finds nothing in {provider['input']}"
+    return match.group("value")
 
 
 def cli_path():

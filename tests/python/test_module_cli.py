@@ -5,23 +5,10 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 
 import pytest
 
-from conftest import BUILD_PYTHON, SOURCE
-
-
-def project_version():
-    """CMakeLists.txt's project() version, read with pyproject.toml's own regex."""
-    with open(os.path.join(SOURCE, "pyproject.toml"), "rb") as f:
-        pyproject = tomllib.load(f)
-    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
-    provider = pyproject["tool"]["scikit-build"]["metadata"]["version"]
-    with open(os.path.join(SOURCE, provider["input"])) as f:
-        match = re.search(provider["regex"], f.read(), re.MULTILINE)
-    assert match, f"pyproject's version regex finds nothing in {provider['input']}"
-    return match.group("value")
+from conftest import BUILD_PYTHON, project_version
 
 
 class ModuleCli:
@@ -52,7 +39,8 @@ def test_one_version_everywhere(cli, module_cli):
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip() == f"aiter-compat {version}"
     assert cli.probe_json()["aiter_compat_version"] == version
-    code = "import aiter_compat as a; print(a.__version__, a._aiter_compat.__version__, a.probe()['aiter_compat_version'])"
+    code = ("import aiter_compat as a; "
+            "print(a.__version__, a._aiter_compat.__version__, a.probe()['aiter_compat_version'])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=BUILD_PYTHON, AITER_COMPAT_LOG_LEVEL="off"))
     assert proc.returncode == 0, proc.stderr

@@ -11,8 +11,7 @@ import zipfile
 
 import pytest
 
-from conftest import SOURCE
-from test_module_cli import project_version
+from conftest import SOURCE, project_version
 from wheel_support import make_venv, run_pip
 
 # What the installed extension may need from the system: glibc's and GCC's runtimes. Not
@@ -181,6 +180,7 @@ def test_probe_from_the_wheel_alone_with_the_dev_libraries_hidden(wheel_venv, hi
     path, found = proc.stdout.split()
     assert path.startswith(site) and found == version
     # The loader resolves every dependency of every installed ELF file in the view.
-    for elf in list(elf_files(os.path.join(site, "aiter_compat"))) + list(elf_files(os.path.join(site, "aiter_compat.libs"))):
-        proc = hidden.run("ldd", elf)
-        assert proc.returncode == 0 and "not found" not in proc.stdout, f"{elf}:\n{proc.stdout}{proc.stderr}"
+    for folder in ("aiter_compat", "aiter_compat.libs"):
+        for elf in elf_files(os.path.join(site, folder)):
+            proc = hidden.run("ldd", elf)
+            assert proc.returncode == 0 and "not found" not in proc.stdout, f"{elf}:\n{proc.stdout}{proc.stderr}"
