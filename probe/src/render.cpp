@@ -42,6 +42,7 @@ json op_json(const OpReport& op) {
 json to_json(const ProbeReport& r) {
   json j;
   j["schema_version"] = kReportSchemaVersion;
+  j["aiter_compat_version"] = AITER_COMPAT_VERSION;  // CMake's project version (-D from CMakeLists.txt)
   const auto& a = r.aiter;
   j["aiter"] = {{"found", a.found},
                 {"reason", null_if_empty(a.reason)},

@@ -10,6 +10,8 @@ a keyword an old release lacks, never a result that silently ignored the sinks.
 probe() describes the install, routes() shows the decisions so far, explain(name, **call) shows
 the decision for a call without running it. AITER_COMPAT_POLICY (auto, prefer-fallback,
 aiter-only) or set_policy() chooses between AITer and the fallbacks.
+
+`aiter-compat` (the console script) and `python -m aiter_compat` run the command line.
 """
 from ._aiter_compat import (  # noqa: F401
     AiterCompatError,
@@ -30,3 +32,11 @@ __all__ = [
     "AiterCompatError", "explain", "flash_attn_func", "flash_attn_varlen_func", "get_policy", "merge_attn_states",
     "paged_attention_decode", "probe", "reset", "routes", "set_policy", "unified_attention",
 ]
+
+
+def __getattr__(name):
+    # __version__ is read on first use: finding the distribution's metadata scans sys.path.
+    if name == "__version__":
+        from ._version import version
+        return version()
+    raise AttributeError(f"module 'aiter_compat' has no attribute {name!r}")

@@ -13,6 +13,7 @@
 #include "aiter_compat/shim/errors.hpp"
 #include "aiter_route.hpp"
 #include "call_binding.hpp"
+#include "cli_entry.hpp"
 #include "embedded_python_reader.hpp"
 #include "py_call_args.hpp"
 #include "py_tensors.hpp"
@@ -289,6 +290,7 @@ PyMethodDef methods[] = {
     {"set_policy", api_set_policy, METH_O, "set_policy('auto' | 'prefer-fallback' | 'aiter-only')"},
     {"get_policy", api_get_policy, METH_NOARGS, "The routing policy in force."},
     {"reset", api_reset, METH_NOARGS, "Forget the probe and every route; the next call probes again."},
+    {"cli_main", api_cli_main, METH_O, "cli_main(argv): run the aiter-compat command line; returns its exit code."},
     {nullptr, nullptr, 0, nullptr}};
 #undef VECTORCALL
 
@@ -311,6 +313,11 @@ PyMODINIT_FUNC PyInit__aiter_compat() {
   }
   Py_INCREF(g_error);
   g_stream_name = PyUnicode_InternFromString("stream");
+  // CMake's project version, the one the package metadata is generated from (pyproject.toml).
+  if (PyModule_AddStringConstant(m, "__version__", AITER_COMPAT_VERSION) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
   init_call_binding();
   init_tensors();
   return m;

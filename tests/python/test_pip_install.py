@@ -1,26 +1,28 @@
-"""`pip install .` builds and installs the aiter_compat module into a fresh virtual environment."""
+"""`pip install .`'s wheel installs the aiter_compat module and the aiter-compat command into a
+fresh virtual environment. The session's wheel (`pip wheel .`, pip's build step of `pip install
+.`) is installed rather than building a second time."""
 import os
 import subprocess
-import sys
 
 import pytest
 
-from conftest import SOURCE
+from wheel_support import make_venv, run_pip
 
 
-def test_pip_install_into_a_venv(tmp_path):
+def test_pip_install_into_a_venv(built_wheel, tmp_path):
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    proc = subprocess.run([python, "-m", "pip", "install", "-q", SOURCE], capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0 and ("Could not find a version" in proc.stderr or "NewConnectionError" in proc.stderr
-                                 or "Temporary failure in name resolution" in proc.stderr):
-        pytest.skip(f"the package index cannot be reached to fetch scikit-build-core: {proc.stderr.strip()[-300:]}")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    python = make_venv(venv, system_site_packages=True)  # numpy from the system, for the call
+    run_pip(python, "install", "-q", "--no-index", "--no-deps", built_wheel)
     code = ("import aiter_compat as a, numpy as np; q=np.ones((3,2,8),np.float32); cu=np.array([0,3],np.int32);"
             "o=a.flash_attn_varlen_func(q,q,q,cu,cu,3,3,causal=True); print(a.__file__, float(o.sum()))")
-    run = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=str(tmp_path),
-                         env=dict(os.environ, AITER_COMPAT_LOG_LEVEL="off", PYTHONPATH=""))
+    env = dict(os.environ, AITER_COMPAT_LOG_LEVEL="off", PYTHONPATH="")
+    run = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=str(tmp_path), env=env)
     assert run.returncode == 0, run.stderr
     path, total = run.stdout.split()
     assert path.startswith(str(venv)) and float(total) == pytest.approx(3 * 2 * 8)
+    # The console script, and the same command through -m.
+    script = venv / "bin" / "aiter-compat"
+    assert script.is_file()
+    for argv in ([str(script), "--version"], [python, "-m", "aiter_compat", "--version"]):
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=str(tmp_path), env=env)
+        assert proc.returncode == 0 and proc.stdout.startswith("aiter-compat "), proc.stdout + proc.stderr

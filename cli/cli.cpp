@@ -1,0 +1,132 @@
+// The aiter-compat command line (see cli.hpp): `aiter-compat probe` describes the installed AITer.
+#include "cli.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/cfg/helpers.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "aiter_compat/probe/probe.hpp"
+#include "aiter_compat/probe/render.hpp"
+#include "aiter_compat/probe/requirements.hpp"
+#include "embedded_python_reader.hpp"
+
+namespace {
+
+// Exit codes, documented in the README and docs/probe-json.md.
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 2;
+constexpr int kExitRequirementUnmet = 3;
+constexpr int kExitMatrixDiffers = 4;
+
+struct ProbeArgs {
+  bool json = false;
+  bool live = false;
+  bool check_matrix = false;
+  bool no_dlopen = false;
+  std::string aiter_root, matrix, matrix_entry;
+  std::vector<std::string> require;
+};
+
+int run_probe_command(const ProbeArgs& args) {
+  aiter_compat::ProbeOptions options;
+  options.aiter_root = args.aiter_root;
+  options.live = args.live;
+  options.dlopen = !args.no_dlopen;
+  options.matrix_path = args.matrix;
+  options.matrix_entry = args.matrix_entry;
+  aiter_compat::EmbeddedPythonReader python;
+  aiter_compat::ProbeReport report = aiter_compat::run_probe(options, python);
+
+  std::vector<std::string> unmet, diffs;
+  for (const auto& feature : args.require)
+    for (auto& reason : aiter_compat::unmet_requirement(report, feature)) unmet.push_back(feature + ": " + reason);
+  if (args.check_matrix) {
+    std::string source, warning;
+    const auto& matrix = aiter_compat::load_matrix(args.matrix, &source, &warning);
+    diffs = aiter_compat::matrix_differences(report, matrix);
+  }
+
+  if (args.json) {
+    nlohmann::json j = aiter_compat::to_json(report);
+    if (!args.require.empty()) j["require"] = {{"met", unmet.empty()}, {"reasons", unmet}};
+    if (args.check_matrix) j["check_matrix"] = {{"matches", diffs.empty()}, {"differences", diffs}};
+    std::cout << j.dump(2) << '\n';
+  } else {
+    std::cout << aiter_compat::to_text(report);
+    if (!unmet.empty()) {
+      std::cout << "\nrequirement not met:\n";
+      for (const auto& r : unmet) std::cout << "  " << r << '\n';
+    }
+    if (args.check_matrix) {
+      if (diffs.empty()) {
+        std::cout << "\nmatrix: detected capabilities match entry " << report.aiter.matrix_entry << '\n';
+      } else {
+        std::cout << "\nmatrix differences:\n";
+        for (const auto& d : diffs) std::cout << "  " << d << '\n';
+      }
+    }
+  }
+  if (!unmet.empty()) return kExitRequirementUnmet;
+  if (!diffs.empty()) return kExitMatrixDiffers;
+  return kExitOk;
+}
+
+// Flushes C++ and C streams on every return: inside Python the process does not exit here, and
+// Python's own sys.stdout buffer is separate from these.
+struct FlushOnReturn {
+  ~FlushOnReturn() {
+    std::cout.flush();
+    std::fflush(stdout);
+    std::fflush(stderr);
+  }
+};
+
+}  // namespace
+
+namespace aiter_compat::cli {
+
+int run(int argc, const char* const* argv) {
+  FlushOnReturn flush;
+  // Diagnostics go to stderr so --json output stays clean; AITER_COMPAT_LOG_LEVEL=debug for more.
+  // Set once per process: the Python extension may run the command line several times.
+  static const bool logger_set = [] {
+    spdlog::set_default_logger(spdlog::stderr_color_mt("aiter-compat"));
+    return true;
+  }();
+  (void)logger_set;
+  if (const char* levels = std::getenv("AITER_COMPAT_LOG_LEVEL")) spdlog::cfg::helpers::load_levels(levels);
+  // Named here, not from argv[0]: `python -m aiter_compat` would otherwise show __main__.py.
+  CLI::App app{"aiter-compat: what the installed AITer can do, and how attention calls are routed", "aiter-compat"};
+  app.set_version_flag("--version", std::string("aiter-compat ") + AITER_COMPAT_VERSION,
+                       "Print aiter-compat's version and exit");
+  app.require_subcommand(1);
+  ProbeArgs args;
+  CLI::App* probe = app.add_subcommand("probe", "Describe the installed AITer, its native modules and the GPU");
+  probe->add_flag("--json", args.json, "Print the report as JSON (schema: docs/probe-json.md)");
+  probe->add_option("--aiter-root", args.aiter_root,
+                    "Probe the aiter package in DIR (site-packages, unpacked wheel or source checkout)")
+      ->check(CLI::ExistingDirectory);
+  probe->add_flag("--live", args.live, "Also import aiter and read inspect.signature (imports torch)");
+  probe->add_option("--require", args.require, "Exit 3 with the reasons unless FEATURE is available (sinks)")
+      ->check(CLI::IsMember({"sinks"}));
+  probe->add_flag("--check-matrix", args.check_matrix,
+                  "Exit 4 with a diff unless the detected capabilities equal the matrix entry");
+  probe->add_option("--matrix", args.matrix, "compat_matrix.yaml to use instead of the built-in one");
+  probe->add_option("--matrix-entry", args.matrix_entry, "Compare with this release entry (for weak versions)");
+  probe->add_flag("--no-dlopen", args.no_dlopen, "Read native modules' ELF exports only; do not try loading them");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  if (probe->parsed()) return run_probe_command(args);
+  return kExitUsage;
+}
+
+}  // namespace aiter_compat::cli
