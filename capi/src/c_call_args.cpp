@@ -93,10 +93,11 @@ TensorView CCallArgs::view(int i) {
 
 TensorView CCallArgs::output(int, const std::vector<int64_t>&, bool, Role role) {
   // Every C struct requires `out`, and an LSE is computed only where the caller gave one.
-  if (role != Role::return_lse || !lse_) throw std::logic_error("the C API has no memory of its own for an output");
+  const DLTensor* t = role == Role::return_lse ? lse_ : out_;
+  if (!t) throw std::logic_error("the C API has no memory of its own for an output");
   TensorView v;
   std::string why;
-  if (!view_from_dltensor(*lse_, &v, &why)) bad("lse", why, "a tensor of up to 8 dimensions");
+  if (!view_from_dltensor(*t, &v, &why)) bad(role == Role::return_lse ? "lse" : "out", why, "a tensor of up to 8 dimensions");
   return v;
 }
 
@@ -151,6 +152,7 @@ CCallArgs call_of(const aiter_compat_batch_args* a, void* stream) {
   c.flag("return_lse", a->lse != nullptr);
   c.set_lse(a->lse);
   c.tensor("sink_ptr", a->sinks);
+  c.set_out(a->out);
   return c;
 }
 

@@ -47,8 +47,10 @@ class CCallArgs final : public CallArgs {
   void* stream(int, const TensorView&) override { return stream_; }
   bool wants_lse() const override { return lse_ != nullptr; }
 
-  // The caller's LSE buffer (NULL: none asked for).
+  // The caller's LSE buffer (NULL: none asked for), and its out where the op's signature has no
+  // parameter for it (flash_attn_func returns its output).
   void set_lse(const DLTensor* lse) { lse_ = lse; }
+  void set_out(const DLTensor* out) { out_ = out; }
   const DLTensor* lse() const { return lse_; }
 
   // The keyword arguments of an AITer route, in the route's order.
@@ -59,6 +61,7 @@ class CCallArgs final : public CallArgs {
   void* stream_;
   CValue values_[kMaxParams];
   const DLTensor* lse_ = nullptr;
+  const DLTensor* out_ = nullptr;
 };
 
 // Each op's struct into a call; throws ArgumentError for a NULL struct or a missing required tensor.

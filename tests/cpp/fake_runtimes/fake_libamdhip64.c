@@ -15,6 +15,7 @@ EXPORT const fake_launch* fake_hip_launch(int i) { return &launches[i]; }
 EXPORT int fake_hip_module_loads(void) { return module_loads; }
 EXPORT int fake_hip_allocations(void) { return allocations; }
 EXPORT int fake_hip_frees(void) { return frees; }
+EXPORT void fake_hip_reset(void) { launch_count = allocations = frees = 0; }
 
 EXPORT int hipGetDeviceCount(int* n) { *n = 1; return 0; }
 EXPORT int hipGetDevice(int* d) { *d = current_device; return 0; }
