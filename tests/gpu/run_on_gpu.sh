@@ -5,7 +5,8 @@
 # ./gpu-results). Skips, saying why, where there is no GPU.
 #   BENCH=quick|full|0: which timings (BENCH_ONLY=REGEX: those cases alone); BENCH_AB=REGEX: those
 #   cases again, same run, under BENCH_AB_ENV (default AITER_COMPAT_NO_WGMMA=1: the mma.sync
-#   kernels); SANITIZERS="memcheck racecheck" by default; TESTS=0 skips the test runs.
+#   kernels); SANITIZERS="memcheck racecheck" by default; TESTS=0 skips the test runs (and the
+#   C API check, tests/gpu/capi_gpu_check.c). bench/eager_overhead.py runs with the timings.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-results}
@@ -22,8 +23,12 @@ set -e
 cmake -S . -B build-gpu -G Ninja -DPython3_EXECUTABLE="$PY" -DAITER_COMPAT_GPU_ARCHS="${ARCHS:-sm_90}" \
   -DAITER_COMPAT_BUILD_TESTS=OFF -DAITER_COMPAT_BUILD_BENCH=OFF "${extra[@]}" > "$OUT/configure.log" 2>&1 ||
   { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build build-gpu -j "$(nproc)" --target aiter-compat _aiter_compat > "$OUT/build.log" 2>&1 ||
+cmake --build build-gpu -j "$(nproc)" --target aiter-compat _aiter_compat aiter_compat > "$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
+# The C API's GPU route from a C program, against the same calls on host memory.
+cc -O2 -std=c11 -Icapi/include ${DLPACK_INCLUDE_DIR:+-I"$DLPACK_INCLUDE_DIR"} tests/gpu/capi_gpu_check.c \
+  -Lbuild-gpu -laiter_compat -Wl,-rpath,"$PWD/build-gpu" -ldl -lm -o build-gpu/capi_gpu_check >> "$OUT/build.log" 2>&1 ||
+  { tail -20 "$OUT/build.log"; exit 1; }
 set +e
 # The machine code: matrix instructions per tiled kernel and any local-memory (spill) traffic.
 if command -v cuobjdump >/dev/null; then
@@ -45,6 +50,11 @@ if [ "${TESTS:-1}" != 0 ]; then
     [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
   fi
 fi
+capi_rc=0
+if [ "${TESTS:-1}" != 0 ]; then
+  ./build-gpu/capi_gpu_check 2>&1 | tee "$OUT/capi_gpu_check.log"
+  capi_rc=${PIPESTATUS[0]}
+fi
 san_rc=0
 for tool in ${SANITIZERS:-memcheck racecheck}; do
   timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$PY" tests/gpu/sanitizer_cases.py > "$OUT/$tool.log" 2>&1
@@ -56,11 +66,12 @@ case "${BENCH:-quick}" in
   quick) timeout 200 "$PY" bench/gpu_attention.py --quick ${BENCH_ONLY:+--only "$BENCH_ONLY"} --json "$OUT/bench_quick.json" 2>&1 | tee "$OUT/bench.log" ;;
   full) timeout 400 "$PY" bench/gpu_attention.py ${BENCH_ONLY:+--only "$BENCH_ONLY"} --json "$OUT/bench_full.json" 2>&1 | tee "$OUT/bench.log" ;;
 esac
+[ "${BENCH:-quick}" != 0 ] && timeout 120 "$PY" bench/eager_overhead.py --json "$OUT/eager.json" 2>&1 | tee "$OUT/eager.log"
 if [ -n "${BENCH_AB:-}" ]; then
   ab_env=${BENCH_AB_ENV:-AITER_COMPAT_NO_WGMMA=1}
   echo "the same cases with $ab_env:"
   env "$ab_env" timeout 200 "$PY" bench/gpu_attention.py --only "$BENCH_AB" --json "$OUT/bench_ab.json" 2>&1 |
     tee "$OUT/bench_ab.log"
 fi
-echo "gpu tests rc=$tests_rc sanitizers rc=$san_rc"
-exit $(( tests_rc != 0 || san_rc != 0 ))
+echo "gpu tests rc=$tests_rc C API check rc=$capi_rc sanitizers rc=$san_rc"
+exit $(( tests_rc != 0 || capi_rc != 0 || san_rc != 0 ))

@@ -33,8 +33,18 @@ batch = aiter_compat.flash_attn_func(bq, bk, bk, causal=True, sink_ptr=sinks)
 bf16_sinks = torch.randn(16, device=dev).to(torch.bfloat16)[::2]
 bdec = aiter_compat.paged_attention_decode(dq, cache, cache, table, ctx, sinks=bf16_sinks)
 bout = aiter_compat.flash_attn_varlen_func(q, k, k, cu_q, cu_k, 33, 40, causal=True, sink_ptr=bf16_sinks)
+# head dim 80 (the generic kernel only) and a block size of 8
+gq = torch.randn(30, 8, 80, dtype=torch.bfloat16, device=dev)
+gk = torch.randn(40, 2, 80, dtype=torch.bfloat16, device=dev)
+gen = aiter_compat.flash_attn_varlen_func(gq, gk, gk, torch.tensor([0, 30], dtype=torch.int32, device=dev),
+                                          torch.tensor([0, 40], dtype=torch.int32, device=dev), 30, 40, causal=True,
+                                          sink_ptr=sinks)
+cache8 = torch.randn(100, 8, 2, 64, dtype=torch.bfloat16, device=dev)
+table8 = torch.randperm(100, device=dev).to(torch.int32).reshape(2, 50)
+dec8 = aiter_compat.paged_attention_decode(dq, cache8, cache8, table8, torch.tensor([399, 5], dtype=torch.int32, device=dev),
+                                           sinks=sinks)
 torch.cuda.synchronize()
-ok = all(torch.isfinite(t).all().item() for t in (out, dec, lse, batch, hdec, bdec, bout))
+ok = all(torch.isfinite(t).all().item() for t in (out, dec, lse, batch, hdec, bdec, bout, gen, dec8))
 routes = sorted({r["route"] for r in aiter_compat.routes()})
 print("sanitizer cases ran:", routes, "finite" if ok else "NOT FINITE")
 sys.exit(0 if ok and routes == ["fallback (gpu)"] else 1)

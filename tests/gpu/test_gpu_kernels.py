@@ -321,3 +321,60 @@ def test_sinks_in_the_models_dtype(sink_dtype, strided):
     aiter_compat.merge_attn_states(got, g(x), g(lx), g(y), g(ly), sinks=gpu_sinks)
     torch.cuda.synchronize()
     record(f"merge_attn_states, {tag}", got, want, 1e-2)
+
+
+GENERIC = [
+    # name, q_lens, k_lens, hq, hk, d, dv, dtype, bound: head dims only the generic kernel takes
+    ("head dim 80", [200, 33], [250, 33], 16, 2, 80, 80, torch.bfloat16, 1e-2),
+    ("head dims 96/64", [77], [90], 8, 8, 96, 64, torch.float16, 2e-3),
+    ("head dim 32, group 16", [40, 1], [40, 500], 32, 2, 32, 32, torch.bfloat16, 1e-2),
+]
+
+
+@pytest.mark.parametrize("case", GENERIC, ids=[c[0] for c in GENERIC])
+def test_generic_kernel_head_dims(case):
+    """The generic kernel takes head dims up to 128 (q/k and v apart): the GPU route takes what
+    the kernel table's generic row says, and the results agree."""
+    name, q_lens, k_lens, hq, hk, d, dv, dtype, bound = case
+    q, k, _, cu_q, cu_k = ragged(q_lens, k_lens, hq, hk, d, dtype)
+    v = torch.randn(k.shape[0], hk, dv, dtype=dtype)
+    sinks = torch.randn(hq)
+    want = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(q_lens), max(k_lens), causal=True,
+                                               sink_ptr=sinks)
+    g = lambda t: t.to(DEV)
+    got = aiter_compat.flash_attn_varlen_func(g(q), g(k), g(v), g(cu_q), g(cu_k), max(q_lens), max(k_lens),
+                                              causal=True, sink_ptr=g(sinks))
+    torch.cuda.synchronize()
+    record(f"generic: {name}", got, want, bound)
+    route = [r for r in aiter_compat.routes() if r["route"] == "fallback (gpu)" and r["kernel"] == "generic"]
+    assert route, "the route should name the generic kernel"
+
+
+@pytest.mark.parametrize("block_size", [1, 8, 128])
+def test_decode_block_sizes_beyond_16_32_64(block_size):
+    """Any block size: the tiled decode looks each key's page up (shift or division)."""
+    q, kc, vc, table, used, _ = paged([700, 33, 260], [1] * 3, 64, 8, 64, block_size)
+    sinks = torch.randn(64)
+    want = aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=0.125, sinks=sinks)
+    g = lambda t: t.cuda()
+    got = aiter_compat.paged_attention_decode(g(q), g(kc), g(vc), g(table), g(used), softmax_scale=0.125,
+                                              sinks=g(sinks))
+    torch.cuda.synchronize()
+    record(f"decode: block size {block_size}", got, want, 1e-2)
+
+
+def test_explicit_stream_is_used():
+    """stream= runs the kernels there: work queued behind a long kernel on that stream waits."""
+    q, kc, vc, table, used, _ = paged([3000, 17], [1, 1], 64, 8, 64, 16)
+    g = [t.cuda() for t in (q, kc, vc, table, used)]
+    sinks = torch.randn(64, device=DEV)
+    want = aiter_compat.paged_attention_decode(*g, sinks=sinks)
+    side = torch.cuda.Stream()
+    out = torch.full_like(want, float("nan"))
+    side.wait_stream(torch.cuda.current_stream())
+    torch.cuda._sleep(10_000_000)  # on the current stream: if the call ran there, out would stay NaN below
+    aiter_compat.paged_attention_decode(*g, sinks=sinks, out=out, stream=side)
+    side.synchronize()  # the side stream alone: done although the current stream still sleeps
+    assert not torch.isnan(out).any()
+    assert torch.equal(out, want)
+    torch.cuda.synchronize()
