@@ -28,6 +28,14 @@ TensorView view_of(CallArgs& c, Role r) {
   return i < 0 ? TensorView{} : c.view(i);
 }
 
+// out (the call's own, else made like q) and, when asked for, the LSE.
+void outputs(CallArgs& c, const CallFeatures& f, const std::vector<int64_t>& out_shape,
+             const std::vector<int64_t>& lse_shape, TensorView& out, TensorView& lse) {
+  const int qi = c.signature().index_of(Role::q), oi = c.signature().index_of(Role::out);
+  out = c.given(oi) ? c.view(oi) : c.output(qi, out_shape, false, Role::out);
+  if (f.return_lse) lse = c.output(qi, lse_shape, true, Role::return_lse);
+}
+
 // Runs on the route's kernels; the GPU ones only enqueue on the caller's stream.
 template <typename Args>
 gpu::KernelId execute(const Route& route, CallArgs& call, Args& a, const TensorView& like, void (*cpu_kernel)(const Args&),
@@ -76,18 +84,12 @@ FallbackRun varlen(const Route& route, CallArgs& c, const CallFeatures& f) {
   a.softcap = number_of(c, Role::softcap);
   const int nd = a.batch_layout ? 4 : 3;
   if (a.q.ndim != nd || a.v.ndim != nd) validate_varlen(a, false);  // names the bad shape
-  const int oi = sig.index_of(Role::out);
-  if (c.given(oi)) {
-    a.out = c.view(oi);
-  } else {
-    std::vector<int64_t> shape(a.q.shape, a.q.shape + a.q.ndim);
-    shape.back() = a.v.shape[a.v.ndim - 1];
-    a.out = c.output(qi, shape, false, Role::out);
-  }
-  if (f.return_lse)
-    a.lse = c.output(qi, a.batch_layout ? std::vector<int64_t>{a.q.shape[0], a.q.shape[2], a.q.shape[1]}
-                                          : std::vector<int64_t>{a.q.shape[1], a.q.shape[0]},
-                       true, Role::return_lse);
+  std::vector<int64_t> out_shape(a.q.shape, a.q.shape + a.q.ndim);
+  out_shape.back() = a.v.shape[a.v.ndim - 1];
+  outputs(c, f, out_shape,
+          a.batch_layout ? std::vector<int64_t>{a.q.shape[0], a.q.shape[2], a.q.shape[1]}
+                         : std::vector<int64_t>{a.q.shape[1], a.q.shape[0]},
+          a.out, a.lse);
   FallbackRun run;
   run.kernel = execute<VarlenArgs>(route, c, a, a.q, cpu::varlen_attention, validate_varlen);
   run.returns = f.return_lse ? Returns::out_and_lse : Returns::out;
@@ -131,10 +133,7 @@ FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   }
   a.max_seqlen_k = decode ? -1 : c.integer(sig.index_of(Role::max_seqlen_k), 0);
   if (a.q.ndim != 3 || a.v_cache.ndim != 4) validate_paged(a, false);
-  const int oi = sig.index_of(Role::out);
-  if (c.given(oi)) a.out = c.view(oi);
-  else a.out = c.output(qi, {a.q.shape[0], a.q.shape[1], a.v_cache.shape[3]}, false, Role::out);
-  if (f.return_lse) a.lse = c.output(qi, {a.q.shape[1], a.q.shape[0]}, true, Role::return_lse);
+  outputs(c, f, {a.q.shape[0], a.q.shape[1], a.v_cache.shape[3]}, {a.q.shape[1], a.q.shape[0]}, a.out, a.lse);
   FallbackRun run;
   run.kernel = execute<PagedArgs>(route, c, a, a.q, cpu::paged_attention, validate_paged);
   run.returns = !decode ? Returns::nothing : f.return_lse ? Returns::out_and_lse : Returns::out;

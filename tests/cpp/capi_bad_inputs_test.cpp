@@ -67,21 +67,6 @@ double number(const json& x) {
 
 DType dtype_named(const std::string& name) { return dtype_from_name(name); }
 
-// A DLTensor over a HostTensor (shape and strides owned here).
-struct Dl {
-  DLTensor t{};
-  std::vector<int64_t> shape, strides;
-  explicit Dl(const HostTensor& h) {
-    shape.assign(h.view.shape, h.view.shape + h.view.ndim);
-    strides.assign(h.view.strides, h.view.strides + h.view.ndim);
-    t.data = h.view.data;
-    t.device = {kDLCPU, 0};
-    t.ndim = h.view.ndim;
-    t.dtype = h.view.raw_dtype;
-    t.shape = shape.data();
-    t.strides = strides.data();
-  }
-};
 
 struct Call {
   std::map<std::string, HostTensor> host;

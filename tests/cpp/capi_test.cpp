@@ -15,21 +15,6 @@ using namespace aiter_compat::testing_support;
 
 namespace {
 
-// A DLTensor over a HostTensor (shape and strides owned here).
-struct Dl {
-  DLTensor t{};
-  std::vector<int64_t> shape, strides;
-  explicit Dl(HostTensor& h) {
-    shape.assign(h.view.shape, h.view.shape + h.view.ndim);
-    strides.assign(h.view.strides, h.view.strides + h.view.ndim);
-    t.data = h.view.data;
-    t.device = {kDLCPU, 0};
-    t.ndim = h.view.ndim;
-    t.dtype = h.view.raw_dtype;
-    t.shape = shape.data();
-    t.strides = strides.data();
-  }
-};
 
 struct VarlenCase {
   HostTensor q{DType::f32, {7, 8, 16}}, k{DType::f32, {9, 2, 16}}, v{DType::f32, {9, 2, 16}},

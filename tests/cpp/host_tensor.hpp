@@ -74,4 +74,20 @@ inline HostTensor i32_tensor(const std::vector<int64_t>& values, std::vector<int
   return t;
 }
 
+// A DLTensor over a HostTensor's storage, for the C API (shape and strides owned here).
+struct Dl {
+  DLTensor t{};
+  std::vector<int64_t> shape, strides;
+  explicit Dl(const HostTensor& h) {
+    shape.assign(h.view.shape, h.view.shape + h.view.ndim);
+    strides.assign(h.view.strides, h.view.strides + h.view.ndim);
+    t.data = h.view.data;
+    t.device = {kDLCPU, 0};
+    t.ndim = h.view.ndim;
+    t.dtype = h.view.raw_dtype;
+    t.shape = shape.data();
+    t.strides = strides.data();
+  }
+};
+
 }  // namespace aiter_compat::testing_support
