@@ -17,7 +17,7 @@
 
 namespace {
 
-// Exit codes, documented in the README and docs/probe-json.md.
+// Exit codes, documented in docs/cli.md.
 constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
 constexpr int kExitRequirementUnmet = 3;
@@ -105,6 +105,7 @@ int run(int argc, const char* const* argv) {
   app.set_version_flag("--version", std::string("aiter-compat ") + AITER_COMPAT_VERSION,
                        "Print aiter-compat's version and exit");
   app.require_subcommand(1);
+  app.footer("Options, exit codes and environment: docs/cli.md; the JSON report: docs/probe-json.md");
   ProbeArgs args;
   CLI::App* probe = app.add_subcommand("probe", "Describe the installed AITer, its native modules and the GPU");
   probe->add_flag("--json", args.json, "Print the report as JSON (schema: docs/probe-json.md)");
