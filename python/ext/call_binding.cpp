@@ -36,11 +36,14 @@ std::string params_list(const OpSignature& sig) {
 
 void set_keyword(const OpSignature& sig, PyObject* name, PyObject* value, BoundCall* out) {
   int i = find_param(sig, name);
+  if (i >= 0 && !out->values[i]) {
+    out->values[i] = value;
+    return;
+  }
   const char* text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
   std::string key = text ? text : "?";
   if (i < 0) bad(sig.name + "(" + key + "=...)", "an unknown keyword argument", "one of: " + params_list(sig));
-  if (out->values[i]) bad(sig.name + "(" + key + "=...)", "a second value for " + key, "each argument once");
-  out->values[i] = value;
+  bad(sig.name + "(" + key + "=...)", "a second value for " + key, "each argument once");
 }
 
 void check_required(const OpSignature& sig, const BoundCall& b) {

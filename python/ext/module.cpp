@@ -133,12 +133,15 @@ PyObject* take_stream(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
                       Ref& kept_names, PyObject** stream) {
   if (!kwnames) return nullptr;
   const Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
+  // Names in a call's code are interned: a pointer compare finds the keyword; a name built at
+  // run time (**kwargs) is compared by value, only where its length is that of "stream".
   Py_ssize_t at = -1;
   for (Py_ssize_t k = 0; k < n && at < 0; ++k) {
     PyObject* name = PyTuple_GET_ITEM(kwnames, k);
-    if (name == g_stream_name || PyUnicode_Compare(name, g_stream_name) == 0) at = k;
+    if (name == g_stream_name ||
+        (PyUnicode_GET_LENGTH(name) == 6 && PyUnicode_Compare(name, g_stream_name) == 0))
+      at = k;
   }
-  PyErr_Clear();
   if (at < 0) return kwnames;
   *stream = args[nargs + at];
   kept.assign(args, args + nargs);

@@ -55,7 +55,7 @@ bool PyCallArgs::neutral(int i) const {
       return d == 0.0;
     }
     case DefaultKind::window: {
-      WindowValue w = window_value(v);
+      WindowValue w = window(i);
       return w.left < 0 && w.right < 0 && w.sink_size == 0;
     }
     case DefaultKind::other: return false;
@@ -73,6 +73,8 @@ TensorMeta PyCallArgs::meta(int i, bool batch_layout) const {
 
 DType PyCallArgs::dtype(int i) const {
   if (metas_[i]) return metas_[i]->dtype;
+  // A torch tensor's whole metadata costs three C calls and spares them to the export after.
+  if (is_torch_tensor(value(i))) return meta(i, false).dtype;
   static PyObject* name = PyUnicode_InternFromString("dtype");
   Ref d(PyObject_GetAttr(value(i), name));
   if (!d) {
@@ -118,7 +120,10 @@ bool PyCallArgs::flag(int i) const {
   return t == 1;
 }
 
-WindowValue PyCallArgs::window(int i) const { return window_value(value(i)); }
+WindowValue PyCallArgs::window(int i) const {
+  if (!window_) window_ = window_value(value(i));  // an op has one window parameter
+  return *window_;
+}
 
 TensorView PyCallArgs::view(int i) {
   if (!given(i)) return {};

@@ -42,6 +42,7 @@ class PyCallArgs final : public CallArgs {
   const BoundCall& call_;
   mutable std::optional<TensorMeta> metas_[kMaxParams];  // read once per call
   mutable bool strides_read_[kMaxParams] = {};           // batch_contiguous known
+  mutable std::optional<WindowValue> window_;            // parsed once
   std::vector<Ref> held_;  // exported tensors and capsules, alive until the call returns
   Ref out_, lse_;          // outputs made here
   PyObject* stream_ = nullptr;
