@@ -3,7 +3,9 @@
 # device libraries: the kernels use clang builtins only), sm_* with nvcc. An arch whose compiler
 # is missing, or does not know it, is skipped with a message; the rest of the build goes on.
 set(AITER_COMPAT_GPU_ARCHS "gfx90a;gfx942;gfx950;sm_90" CACHE STRING "GPU archs to build the fallback kernels for")
-find_program(AITER_COMPAT_HIP_CLANG NAMES clang-19 clang-20 clang-18 clang-17 clang
+# clang 20 and later know gfx950 (MI350X/MI355X); Debian's clang-22 (with lld-22) is the one the
+# build is tested with. An older clang still builds gfx90a and gfx942, and says why gfx950 is skipped.
+find_program(AITER_COMPAT_HIP_CLANG NAMES clang-22 clang-21 clang-20 clang-19 clang-18 clang-17 clang
              DOC "clang with AMDGPU support, for the gfx* code objects")
 find_program(AITER_COMPAT_NVCC NAMES nvcc PATHS /usr/local/cuda/bin DOC "nvcc, for the sm_* code objects")
 
@@ -30,7 +32,8 @@ foreach(arch ${AITER_COMPAT_GPU_ARCHS})
                     INPUT_FILE /dev/null RESULT_VARIABLE knows ERROR_VARIABLE why OUTPUT_QUIET)
     if(NOT knows EQUAL 0)
       string(REGEX REPLACE "\n.*" "" why "${why}")
-      message(STATUS "fallback kernels: ${arch} skipped: ${AITER_COMPAT_HIP_CLANG} does not build it (${why})")
+      message(STATUS "fallback kernels: ${arch} skipped: ${AITER_COMPAT_HIP_CLANG} does not build it (${why}); "
+                     "install clang-22 and lld-22 (debian-packages.txt) for every AMD arch")
       continue()
     endif()
     add_custom_command(OUTPUT ${object}

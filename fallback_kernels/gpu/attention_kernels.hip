@@ -222,9 +222,9 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
 
 
 // Decode over a paged cache (one query per sequence), the memory-bound case. Each key row is
-// split across D/8 lanes holding 8 elements (one 16-byte load); a lane group scores its key for
-// all query heads of the KV group and reduces the dot products with lane exchanges, so every
-// K and V byte is read once, 16 bytes at a time. Each lane group keeps its own running max,
+// split across D/E lanes holding E elements (one 16- or 8-byte load); a lane group scores its key
+// for all query heads of the KV group and reduces the dot products with lane exchanges, so every
+// K and V byte is read once, a chunk at a time. Each lane group keeps its own running max,
 // sum and output over the keys it took (AC_DECODE_UNROLL at a time, loads in flight together);
 // the groups are combined in shared memory at the end, and splits by the merge kernel.
 template <typename T> struct Pair;
@@ -241,18 +241,28 @@ template <> struct Pair<F16> {
   }
 };
 
-template <typename T>
-AC_DEVICE void unpack8(const ac_u32x4& v, float* out) {
+// One lane's chunk of a row: kElems 16-bit elements, loaded at once (16 bytes on NVIDIA; 8 on
+// AMD, where twice the lanes per row halve each lane's query and accumulator registers: the
+// kernel fits 256 registers, two waves per SIMD, without spilling).
+#if defined(AC_AMD)
+#define AC_DECODE_ELEMS 4
+#else
+#define AC_DECODE_ELEMS 8
+#endif
+template <int kElems> struct alignas(2 * kElems) Chunk { uint32_t w[kElems / 2]; };
+
+template <typename T, int kElems>
+AC_DEVICE void unpack(const Chunk<kElems>& v, float* out) {
   Pair<T> pr;
-  pr.unpack(v.x, out[0], out[1]);
-  pr.unpack(v.y, out[2], out[3]);
-  pr.unpack(v.z, out[4], out[5]);
-  pr.unpack(v.w, out[6], out[7]);
+#pragma unroll
+  for (int i = 0; i < kElems / 2; ++i) pr.unpack(v.w[i], out[2 * i], out[2 * i + 1]);
 }
 
 template <typename T, int D>
 AC_DEVICE void decode_block(const ac_attention_params& p) {
-  constexpr int kLanes = D / 8;                        // lanes per key row
+  constexpr int E = AC_DECODE_ELEMS;                   // elements per lane and load
+  using C = Chunk<E>;
+  constexpr int kLanes = D / E;                        // lanes per key row
   constexpr int kGroups = AC_DECODE_THREADS / kLanes;  // key rows in flight per step (per unroll)
   constexpr int G = AC_DECODE_MAX_GROUP;
   Elem<T> e;
@@ -268,35 +278,35 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
   const int32_t k_begin = lo + split * chunk, k_end = hi < k_begin + chunk ? hi : k_begin + chunk;
   const int32_t* table = p.block_table + b * p.bt_row;
 
-  float q[G][8];
+  float q[G][E];
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     if (g < group) {
-      ac_u32x4 raw = *reinterpret_cast<const ac_u32x4*>(
-          static_cast<const uint16_t*>(p.q) + b * p.q_tok + (kh * group + g) * p.q_head + lane * 8);
-      unpack8<T>(raw, q[g]);
+      C raw = *reinterpret_cast<const C*>(static_cast<const uint16_t*>(p.q) + b * p.q_tok + (kh * group + g) * p.q_head +
+                                          lane * E);
+      unpack<T, E>(raw, q[g]);
 #pragma unroll
-      for (int c = 0; c < 8; ++c) q[g][c] *= p.scale;
+      for (int c = 0; c < E; ++c) q[g][c] *= p.scale;
     } else {
 #pragma unroll
-      for (int c = 0; c < 8; ++c) q[g][c] = 0.f;
+      for (int c = 0; c < E; ++c) q[g][c] = 0.f;
     }
   }
-  float m[G], l[G], acc[G][8];
+  float m[G], l[G], acc[G][E];
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     m[g] = -AC_INFINITY;
     l[g] = 0.f;
 #pragma unroll
-    for (int c = 0; c < 8; ++c) acc[g][c] = 0.f;
+    for (int c = 0; c < E; ++c) acc[g][c] = 0.f;
   }
 
-  const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + kh * p.k_head + lane * 8;
-  const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + kh * p.v_head + lane * 8;
+  const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + kh * p.k_head + lane * E;
+  const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + kh * p.v_head + lane * E;
   // Every lane runs the same iterations (the lane exchanges need the whole warp); keys past the
   // end are masked, not skipped.
   for (int32_t base = k_begin; base < k_end; base += kGroups * AC_DECODE_UNROLL) {
-    ac_u32x4 kr[AC_DECODE_UNROLL], vr[AC_DECODE_UNROLL];
+    C kr[AC_DECODE_UNROLL], vr[AC_DECODE_UNROLL];
     bool ok[AC_DECODE_UNROLL];
 #pragma unroll
     for (int u = 0; u < AC_DECODE_UNROLL; ++u) {
@@ -306,19 +316,19 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
       ok[u] = ok[u] && block >= 0 && block < p.num_blocks;
       const int64_t slot = ok[u] ? static_cast<int64_t>(block) * p.k_tok + (j % p.block_size) * p.k_slot : 0;
       const int64_t vslot = ok[u] ? static_cast<int64_t>(block) * p.v_tok + (j % p.block_size) * p.v_slot : 0;
-      kr[u] = ok[u] ? *reinterpret_cast<const ac_u32x4*>(kbase + slot) : ac_u32x4{0, 0, 0, 0};
-      vr[u] = ok[u] ? *reinterpret_cast<const ac_u32x4*>(vbase + vslot) : ac_u32x4{0, 0, 0, 0};
+      kr[u] = ok[u] ? *reinterpret_cast<const C*>(kbase + slot) : C{};
+      vr[u] = ok[u] ? *reinterpret_cast<const C*>(vbase + vslot) : C{};
     }
     float s[AC_DECODE_UNROLL][G];
 #pragma unroll
     for (int u = 0; u < AC_DECODE_UNROLL; ++u) {
-      float kv[8];
-      unpack8<T>(kr[u], kv);
+      float kv[E];
+      unpack<T, E>(kr[u], kv);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         float dot = 0.f;
 #pragma unroll
-        for (int c = 0; c < 8; ++c) dot += q[g][c] * kv[c];
+        for (int c = 0; c < E; ++c) dot += q[g][c] * kv[c];
 #pragma unroll
         for (int mask = kLanes / 2; mask > 0; mask /= 2) dot += ac_shfl_xor(dot, mask);
         s[u][g] = ok[u] ? dot : -AC_INFINITY;
@@ -334,20 +344,20 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
       m[g] = mx;
       l[g] *= corr;
 #pragma unroll
-      for (int c = 0; c < 8; ++c) acc[g][c] *= corr;
+      for (int c = 0; c < E; ++c) acc[g][c] *= corr;
 #pragma unroll
       for (int u = 0; u < AC_DECODE_UNROLL; ++u) s[u][g] = ac_exp(s[u][g] - mx);
     }
 #pragma unroll
     for (int u = 0; u < AC_DECODE_UNROLL; ++u) {
-      float vv[8];
-      unpack8<T>(vr[u], vv);
+      float vv[E];
+      unpack<T, E>(vr[u], vv);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         if (m[g] == -AC_INFINITY) continue;
         l[g] += s[u][g];
 #pragma unroll
-        for (int c = 0; c < 8; ++c) acc[g][c] += s[u][g] * vv[c];
+        for (int c = 0; c < E; ++c) acc[g][c] += s[u][g] * vv[c];
       }
     }
   }
@@ -386,11 +396,11 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
 #pragma unroll
     for (int mask = kLanes; mask < AC_WARP_SIZE; mask *= 2) lw += ac_shfl_xor(lw, mask);
 #pragma unroll
-    for (int c = 0; c < 8; ++c) {
+    for (int c = 0; c < E; ++c) {
       float a = acc[g][c] * w;
 #pragma unroll
       for (int mask = kLanes; mask < AC_WARP_SIZE; mask *= 2) a += ac_shfl_xor(a, mask);
-      if (in_warp < kLanes) acc_warp[(warp * G + g) * D + lane * 8 + c] = a;
+      if (in_warp < kLanes) acc_warp[(warp * G + g) * D + lane * E + c] = a;
     }
     if (in_warp == 0) l_warp[warp * G + g] = lw;
   }
