@@ -8,6 +8,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "aiter_compat/probe/phase_timer.hpp"
 #include "aiter_compat/probe/probe.hpp"
 #include "aiter_compat/probe/render.hpp"
 #include "aiter_compat/probe/requirements.hpp"
@@ -40,6 +41,7 @@ int run_probe_command(const ProbeArgs& args) {
   aiter_compat::EmbeddedPythonReader python;
   aiter_compat::ProbeReport report = aiter_compat::run_probe(options, python);
 
+  aiter_compat::PhaseTimer render_timer("checks and output");
   std::vector<std::string> unmet, diffs;
   for (const auto& feature : args.require)
     for (auto& reason : aiter_compat::unmet_requirement(report, feature)) unmet.push_back(feature + ": " + reason);
@@ -102,6 +104,9 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
   }
-  if (probe->parsed()) return run_probe_command(args);
+  if (probe->parsed()) {
+    aiter_compat::PhaseTimer t("main (to exit)");
+    return run_probe_command(args);
+  }
   return kExitUsage;
 }

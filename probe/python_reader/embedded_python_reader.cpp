@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "aiter_compat/probe/op_table.hpp"
+#include "aiter_compat/probe/phase_timer.hpp"
 #include "embedded_text.hpp"
 
 namespace aiter_compat {
@@ -27,6 +28,7 @@ void ensure_interpreter() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (Py_IsInitialized()) return;
+    PhaseTimer t("interpreter start");
     Py_InitializeEx(0);  // 0: leave the host's signal handlers alone
     PyEval_SaveThread();
   });
@@ -42,6 +44,7 @@ std::string ops_argument() {
 PyObject* introspect_module(std::string& error) {
   static PyObject* module = nullptr;
   if (module) return module;
+  PhaseTimer t("introspection module load");
   PyObject* code = Py_CompileString(embedded::aiter_introspect_py, "<aiter_compat/aiter_introspect.py>", Py_file_input);
   if (!code) {
     error = fetch_python_error();
@@ -87,6 +90,7 @@ ChannelReading EmbeddedPythonReader::read(Channel channel, const std::string& ai
   std::string result;
   if (PyObject* module = introspect_module(error)) {
     static const std::string ops = ops_argument();
+    PhaseTimer t(to_string(channel) + " channel (python side)");
     PyObject* out = PyObject_CallMethod(module, "run", "sss", to_string(channel).c_str(), aiter_root.c_str(), ops.c_str());
     if (out && PyUnicode_Check(out)) {
       Py_ssize_t n = 0;

@@ -7,6 +7,7 @@
 #include "code_objects.hpp"
 #include "aiter_compat/probe/native_probe.hpp"
 #include "aiter_compat/probe/op_table.hpp"
+#include "aiter_compat/probe/phase_timer.hpp"
 
 namespace aiter_compat {
 namespace {
@@ -74,12 +75,19 @@ const OpReport* ProbeReport::op(const std::string& name) const {
 
 ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
   ProbeReport report;
-  const CompatMatrix& matrix = load_matrix(options.matrix_path, &report.matrix.source, &report.matrix.warning);
+  const CompatMatrix& matrix = [&]() -> const CompatMatrix& {
+    PhaseTimer t("matrix load");
+    return load_matrix(options.matrix_path, &report.matrix.source, &report.matrix.warning);
+  }();
 
-  ChannelReading stat = python.read(Channel::static_ast, options.aiter_root);
+  ChannelReading stat = [&] {
+    PhaseTimer t("static channel");
+    return python.read(Channel::static_ast, options.aiter_root);
+  }();
   report.channels["static"] = status_of(stat);
   std::optional<ChannelReading> live;
   if (options.live) {
+    PhaseTimer t("live channel");
     live = python.read(Channel::live_import, options.aiter_root);
     report.channels["live"] = status_of(*live);
   }
@@ -109,9 +117,14 @@ ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
     }
   }
 
-  if (options.native)
+  if (options.native) {
+    PhaseTimer t("native modules");
     report.native = probe_native({report.aiter.path, options.dlopen, 10000});
-  if (options.device) report.device = probe_device();
+  }
+  if (options.device) {
+    PhaseTimer t("gpu runtime");
+    report.device = probe_device();
+  }
   for (const auto& family : kernel_families()) {
     FallbackKernel k{family.name, {}, false};
     for (const auto& object : code_objects()) {
@@ -121,6 +134,7 @@ ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
     }
     report.fallback_kernels.push_back(std::move(k));
   }
+  PhaseTimer t("matrix entry and quirks");
   choose_matrix_entry(matrix, options, report.aiter);
   report.quirks = match_quirks(matrix, report);
   return report;
