@@ -314,6 +314,18 @@ const CompatMatrix& CompatMatrix::builtin() {
   return m;
 }
 
+std::vector<std::string> CompatMatrix::releases_locating(const std::string& op, const std::string& module) const {
+  std::vector<std::string> out;
+  if (unparsed_ && unparsed_->text.find(module) == std::string::npos) return out;
+  for (const auto& r : releases()) {
+    auto it = r.ops.find(op);
+    if (it == r.ops.end() || !it->second.present) continue;
+    const auto& a = it->second.aliases;
+    if (it->second.module == module || std::find(a.begin(), a.end(), module) != a.end()) out.push_back(r.version.text);
+  }
+  return out;
+}
+
 const MatrixRelease* CompatMatrix::find_exact(const std::string& version_text) const {
   auto v = Version::parse(version_text);
   if (!v) return nullptr;

@@ -34,6 +34,20 @@ void compare(const OpReport& s, const OpReport& l, std::vector<Disagreement>& ou
     out.push_back({base + "params", join_names(s.params), join_names(l.params)});
 }
 
+// An entry point found by name search: say whether the matrix knows that location.
+void note_location(const CompatMatrix& matrix, OpReport& op) {
+  if (op.located_by != "name search") return;
+  std::vector<std::string> releases = matrix.releases_locating(op.name, op.module);
+  if (releases.empty()) {
+    op.notes.push_back(op.module + " is a new location: compat_matrix.yaml records " + op.name +
+                       " there for no release");
+    return;
+  }
+  std::string list;
+  for (const auto& r : releases) list += (list.empty() ? "" : ", ") + r;
+  op.notes.push_back("compat_matrix.yaml records " + op.name + " in " + op.module + " for " + list);
+}
+
 void choose_matrix_entry(const CompatMatrix& matrix, const ProbeOptions& options, InstallReport& in) {
   if (!options.matrix_entry.empty()) {
     const MatrixRelease* r = matrix.find_exact(options.matrix_entry);
@@ -115,6 +129,7 @@ ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
       if (live && live->import_error) s.notes.push_back("live import failed; this is the static reading");
       report.ops.push_back(std::move(s));
     }
+    note_location(matrix, report.ops.back());
   }
 
   if (options.native) {

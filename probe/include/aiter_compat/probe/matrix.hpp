@@ -54,6 +54,10 @@ class CompatMatrix {
   const std::string& origin() const { return origin_; }
   bool fully_parsed() const;  // false while parts of an indexed text are still unread
 
+  // The releases that record op at module (as its module or an alias), in order. Parses no
+  // release of an indexed text that does not contain the module's name at all.
+  std::vector<std::string> releases_locating(const std::string& op, const std::string& module) const;
+
   const MatrixRelease* find_exact(const std::string& version_text) const;
   // The newest release not newer than v ("main" when v is newer than every release).
   const MatrixRelease* find_line(const Version& v) const;
