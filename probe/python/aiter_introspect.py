@@ -13,7 +13,7 @@
 # looked for by name across the package by name_search.py. Both are embedded beside this file.
 #
 # Start-up matters (a CI gate runs the probe often): this module imports only os and sys at load;
-# `ast` is imported where sources are parsed, json where an editable install is checked, and the
+# `_ast` is imported where sources are parsed (static_reading.py), json where an editable install is checked, and the
 # result goes back as Python objects (the C++ side converts them), so a probe that finds no
 # aiter pays for none of it.
 import os
@@ -179,17 +179,17 @@ def _version_file(pkg):
     path = os.path.join(pkg, "_version.py")
     if not os.path.isfile(path):
         return None, None
-    import ast
+    import _ast
     try:
         with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), path)
+            tree = reading.parse(f.read(), path)
     except (OSError, SyntaxError, ValueError) as exc:
         return None, _error(path, exc)
     for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(node, (_ast.Assign, _ast.AnnAssign)) and isinstance(node.value, _ast.Constant):
+            targets = node.targets if isinstance(node, _ast.Assign) else [node.target]
             for t in targets:
-                if isinstance(t, ast.Name) and t.id in ("__version__", "version") and isinstance(node.value.value, str):
+                if isinstance(t, _ast.Name) and t.id in ("__version__", "version") and isinstance(node.value.value, str):
                     return node.value.value, None
     return None, None
 

@@ -5,6 +5,11 @@
 # Only files that can matter are read: the known modules of each entry point, and (name_search.py)
 # files whose text names it. A file whose text does not contain the name cannot bind it, so it
 # is not parsed.
+#
+# Nodes come from _ast (what `ast` re-exports) and trees from compile(): importing `ast` itself
+# (contextlib, enum, ...) costs a fifth of a probe; it is imported only for what _ast lacks
+# (literal_eval and unparse of an unusual default or decorator).
+import _ast
 import os
 
 
@@ -142,15 +147,14 @@ def _bindings_agree(tree, table, words):
     each word: the same top-level functions of that name at the same lines, and an import
     binding it exactly when the table says one does. A disagreement means the statements were
     cut wrong, and the file is parsed whole instead."""
-    import ast
     import _symtable
     for word in words:
         table_defs = {c.lineno for c in table.children if c.name == word and c.type == _symtable.TYPE_FUNCTION}
         tree_defs, imported = set(), False
         for node in module_level(tree.body):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == word:
+            if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)) and node.name == word:
                 tree_defs.add(node.lineno)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            elif isinstance(node, (_ast.Import, _ast.ImportFrom)):
                 imported = imported or any((al.asname or al.name.split(".")[0]) == word for al in node.names)
         if table_defs != tree_defs or imported != bool(table.symbols.get(word, 0) & _symtable.DEF_IMPORT):
             return False
@@ -203,7 +207,6 @@ class Sources:
 
     def _shape(self, module, data):
         if module not in self.shapes:
-            import ast
             path = self.path_of(module)
             try:
                 import _symtable  # the compiler's own check, without building an AST
@@ -217,7 +220,7 @@ class Sources:
             # would be lost with the first lines).
             if table is None or _declares_other_encoding(data):
                 try:
-                    self.shapes[module] = ("whole", ast.parse(data, path))
+                    self.shapes[module] = ("whole", parse(data, path))
                 except (SyntaxError, ValueError) as exc:
                     self.shapes[module] = ("error", error_of(path, exc))
             else:
@@ -225,7 +228,7 @@ class Sources:
         return self.shapes[module]
 
     def tree(self, module, words):
-        """(ast.Module or None, error or None): the module's top-level statements that mention
+        """(Module or None, error or None): the module's top-level statements that mention
         one of words (every statement that could bind them), in order."""
         data, err = self.text(module)
         if data is None:
@@ -235,7 +238,6 @@ class Sources:
             return None, shape[1]
         if shape[0] == "whole":
             return shape[1], None
-        import ast
         _, table, (code, statements), parsed = shape
         keys = [w.encode() for w in words]
         body = []
@@ -247,14 +249,14 @@ class Sources:
                     # Line ends first, so the parser numbers lines as in the file (cheaper than
                     # renumbering the tree); a definition without its body (nothing here reads it).
                     text = b"\n" * (line - 1) + _without_body(data, code, begin, end)
-                    parsed[i] = ast.parse(text, self.path_of(module)).body
+                    parsed[i] = parse(text, self.path_of(module)).body
                 body.extend(parsed[i])
-            tree = ast.Module(body=body, type_ignores=[])
+            tree = _ast.Module(body=body, type_ignores=[])
             if _bindings_agree(tree, table, words):
                 return tree, None
         except (SyntaxError, ValueError):
             pass
-        whole = ast.parse(data, self.path_of(module))  # compiles: the symbol table said so
+        whole = parse(data, self.path_of(module))  # compiles: the symbol table said so
         self.shapes[module] = ("whole", whole)
         return whole, None
 
@@ -268,12 +270,65 @@ def _declares_other_encoding(data):
     return False
 
 
-def _literal(node):
-    import ast
+def parse(data, path):
+    """ast.parse without importing ast."""
+    return compile(data, path, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+
+
+_NOT_LITERAL = object()
+
+
+def _literal_value(node):
+    """The value of what defaults and module constants are made of (constants, signed numbers,
+    tuples, lists, sets, dicts of them), as ast.literal_eval gives it; _NOT_LITERAL otherwise."""
+    if isinstance(node, _ast.Constant):
+        return node.value
+    if isinstance(node, (_ast.Tuple, _ast.List, _ast.Set)):
+        items = [_literal_value(e) for e in node.elts]
+        if any(i is _NOT_LITERAL for i in items):
+            return _NOT_LITERAL
+        return tuple(items) if isinstance(node, _ast.Tuple) else list(items) if isinstance(node, _ast.List) else set(items)
+    if isinstance(node, _ast.Dict):
+        if any(k is None for k in node.keys):  # {**other}
+            return _NOT_LITERAL
+        keys, values = [_literal_value(k) for k in node.keys], [_literal_value(v) for v in node.values]
+        if any(x is _NOT_LITERAL for x in keys + values):
+            return _NOT_LITERAL
+        return dict(zip(keys, values))
+    if isinstance(node, _ast.UnaryOp) and isinstance(node.op, (_ast.USub, _ast.UAdd)) \
+            and isinstance(node.operand, _ast.Constant) and type(node.operand.value) in (int, float, complex):
+        return -node.operand.value if isinstance(node.op, _ast.USub) else +node.operand.value
+    return _NOT_LITERAL
+
+
+def literal_eval(node):
+    """ast.literal_eval(node): the common shapes here, the rest by ast itself (same errors)."""
     try:
-        return repr(ast.literal_eval(node))
+        value = _literal_value(node)
+    except TypeError:  # an unhashable set member or dict key: let ast raise as it does
+        value = _NOT_LITERAL
+    if value is _NOT_LITERAL:
+        import ast
+        return ast.literal_eval(node)
+    return value
+
+
+def _literal(node):
+    try:
+        return repr(literal_eval(node))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        import ast
         return ast.unparse(node) if hasattr(ast, "unparse") else "<expr>"
+
+
+def _dotted(node):
+    """"a.b.c" for a name or an attribute chain, else None."""
+    if isinstance(node, _ast.Name):
+        return node.id
+    if isinstance(node, _ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
 
 
 def params_from_ast(fn):
@@ -295,35 +350,36 @@ def params_from_ast(fn):
 
 
 def decorator_names(fn):
-    import ast
     names = []
     for d in fn.decorator_list:
-        target = d.func if isinstance(d, ast.Call) else d
-        names.append(ast.unparse(target) if hasattr(ast, "unparse") else type(target).__name__)
+        target = d.func if isinstance(d, _ast.Call) else d
+        name = _dotted(target)
+        if name is None:
+            import ast
+            name = ast.unparse(target) if hasattr(ast, "unparse") else type(target).__name__
+        names.append(name)
     return names
 
 
 def find_top_level(tree, name):
     """("def" | "assign" | "import", node) of the last top-level binding of name (it wins at run
     time), or None."""
-    import ast
     found = None
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+        if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)) and node.name == name:
             found = ("def", node)
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        elif isinstance(node, _ast.Assign) and any(isinstance(t, _ast.Name) and t.id == name for t in node.targets):
             found = ("assign", node)
-        elif isinstance(node, ast.ImportFrom) and any((al.asname or al.name) == name for al in node.names):
+        elif isinstance(node, _ast.ImportFrom) and any((al.asname or al.name) == name for al in node.names):
             found = ("import", node)
     return found
 
 
 def module_all(tree):
-    import ast
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+        if isinstance(node, _ast.Assign) and any(isinstance(t, _ast.Name) and t.id == "__all__" for t in node.targets):
             try:
-                return list(ast.literal_eval(node.value))
+                return list(literal_eval(node.value))
             except (ValueError, TypeError, SyntaxError):
                 return None
     return None
@@ -337,11 +393,10 @@ def compat_map(sources, package):
     tree, _ = sources.tree(package, ["_BACKWARD_COMPAT_MAP"])
     if tree is None:
         return {}
-    import ast
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_BACKWARD_COMPAT_MAP" for t in node.targets):
+        if isinstance(node, _ast.Assign) and any(isinstance(t, _ast.Name) and t.id == "_BACKWARD_COMPAT_MAP" for t in node.targets):
             try:
-                mapping = ast.literal_eval(node.value)
+                mapping = literal_eval(node.value)
             except (ValueError, TypeError, SyntaxError):
                 return {}
             if isinstance(mapping, dict):
@@ -358,12 +413,11 @@ def compat_alias(sources, module):
 
 def module_level(body):
     """Statements run at import time: the top level and the blocks of if/try/with under it."""
-    import ast
     for node in body:
         yield node
         for field in ("body", "orelse", "finalbody", "handlers"):
             inner = getattr(node, field, None)
-            if isinstance(inner, list) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(inner, list) and not isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)):
                 yield from module_level(inner)
 
 
@@ -376,9 +430,8 @@ def exported(sources, module, name):
     tree, _ = sources.tree("aiter", [name, leaf])
     if tree is None:
         return False
-    import ast
     for node in module_level(tree.body):
-        if not isinstance(node, ast.ImportFrom):
+        if not isinstance(node, _ast.ImportFrom):
             continue
         target = node.module if node.level == 0 else ("." * node.level + (node.module or ""))
         if target not in ("." + rel, module):
@@ -422,6 +475,8 @@ def read_known_paths(sources, spec):
         if data is None:
             alias = compat_alias(sources, module)
             op["import_paths"][module] = f"alias of {alias}" if alias else "absent"
+            if alias and not op["present"]:
+                _read_through_alias(sources, op, name, module, alias)
             continue
         if name.encode() not in data:
             op["import_paths"][module] = "module without it"
@@ -441,6 +496,24 @@ def read_known_paths(sources, spec):
         op["present"], op["module"], op["located_by"] = True, module, "known path"
         describe_binding(op, *hit)
     return op
+
+
+def _read_through_alias(sources, op, name, path, target):
+    """A known path that the compat map sends elsewhere: importing it gives target's binding,
+    so that is the entry point (as the live channel finds it), wherever target is."""
+    hit = None
+    if sources.mentions(target, name):
+        tree, err = sources.tree(target, [name])
+        if err:
+            op["errors"].append(err)
+            return
+        hit = find_top_level(tree, name)
+    if hit is None:
+        return
+    op["present"], op["module"], op["located_by"] = True, target, "known path"
+    op["import_paths"][target] = "defined"
+    describe_binding(op, *hit)
+    op["notes"].append(f"read at {target}, where the compatibility map sends the known path {path}")
 
 
 def check_aliases(op):

@@ -34,18 +34,18 @@ void compare(const OpReport& s, const OpReport& l, std::vector<Disagreement>& ou
     out.push_back({base + "params", join_names(s.params), join_names(l.params)});
 }
 
-// An entry point found by name search: say whether the matrix knows that location.
+// An entry point at a module the matrix records for it in no release (found by name search, or
+// through a compat map at a known path): say so. The op table's modules are the ones the
+// built-in matrix records (a matrix test keeps the two equal), so only other modules are looked
+// up, and an indexed matrix is parsed only when its text names the module at all.
 void note_location(const CompatMatrix& matrix, OpReport& op) {
-  if (op.located_by != "name search") return;
-  std::vector<std::string> releases = matrix.releases_locating(op.name, op.module);
-  if (releases.empty()) {
-    op.notes.push_back(op.module + " is a new location: compat_matrix.yaml records " + op.name +
-                       " there for no release");
-    return;
-  }
-  std::string list;
-  for (const auto& r : releases) list += (list.empty() ? "" : ", ") + r;
-  op.notes.push_back("compat_matrix.yaml records " + op.name + " in " + op.module + " for " + list);
+  if (!op.present || op.module.empty()) return;
+  const OpSpec* spec = find_op(op.name);
+  bool known = spec && std::find(spec->modules.begin(), spec->modules.end(), op.module) != spec->modules.end();
+  if (known && !matrix.fully_parsed()) return;
+  if (!matrix.releases_locating(op.name, op.module).empty()) return;
+  op.notes.push_back(op.module + " is a new location: compat_matrix.yaml records " + op.name +
+                     " there for no release");
 }
 
 void choose_matrix_entry(const CompatMatrix& matrix, const ProbeOptions& options, InstallReport& in) {

@@ -125,6 +125,27 @@ TEST(Matrix, FactsOfTheApiHistory) {
   const auto& ua = op("0.1.15.post1", "unified_attention").params;
   EXPECT_EQ(*std::find(ua.begin(), ua.end(), "q_scales"), "q_scales");
   EXPECT_EQ(op("0.1.20.post1", "pa_fwd_asm").sinks, "unsupported");
+  // v0.1.1 and v0.1.2: only aiter/paged_attn.py's wrapper, with parameters of its own.
+  EXPECT_EQ(op("0.1.1", "paged_attention_v1").module, "aiter.paged_attn");
+  EXPECT_EQ(op("0.1.2", "paged_attention_v1").params.size(), 19u);
+  EXPECT_EQ(op("0.1.2", "paged_attention_v1").required, 14);
+  EXPECT_EQ(op("0.1.3", "paged_attention_v1").module, "aiter.ops.attention");
+}
+
+// The op table's known modules are exactly where the matrix records each entry point (its
+// module or an alias, in some release): the probe looks where the matrix says AITer has put
+// them, and calls anything else a new location without parsing the matrix.
+TEST(Matrix, RecordsEntryPointsExactlyAtTheKnownModules) {
+  for (const auto& spec : attention_ops()) {
+    std::set<std::string> recorded;
+    for (const auto& r : CompatMatrix::builtin().releases()) {
+      auto it = r.ops.find(spec.name);
+      if (it == r.ops.end() || !it->second.present) continue;
+      recorded.insert(it->second.module);
+      recorded.insert(it->second.aliases.begin(), it->second.aliases.end());
+    }
+    EXPECT_EQ(recorded, std::set<std::string>(spec.modules.begin(), spec.modules.end())) << spec.name;
+  }
 }
 
 TEST(Matrix, FindsTheReleaseLineOfAVersion) {
