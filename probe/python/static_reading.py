@@ -122,24 +122,24 @@ def _without_body(data, code, begin, end):
         head = _past_brackets(code, head, end, b"\n") + 1
     if not (code.startswith(b"def ", head) or code.startswith(b"async def ", head)):
         return data[begin:end]
-    colon = _past_brackets(code, code.find(b"(", head, end), end, b":")
+    colon = _past_brackets(code, head, end, b":")
     if colon >= end:
         return data[begin:end]
     return data[begin:colon + 1] + b" pass\n"
 
 
 def _past_brackets(code, pos, end, stop):
-    """The offset of the first `stop` byte at bracket depth 0 from pos (end if none)."""
-    depth = 0
-    for i in range(pos, end):
-        c = code[i:i + 1]
-        if c in b"([{":
-            depth += 1
-        elif c in b")]}":
-            depth -= 1
-        elif c == stop and depth == 0:
+    """The offset of the first `stop` byte after pos with as many brackets closed as opened since
+    pos (end if none): counted with bytes.count, a signature holds only a few candidates."""
+    at = pos
+    while True:
+        i = code.find(stop, at, end)
+        if i < 0:
+            return end
+        opened = code.count(b"(", pos, i) + code.count(b"[", pos, i) + code.count(b"{", pos, i)
+        if opened == code.count(b")", pos, i) + code.count(b"]", pos, i) + code.count(b"}", pos, i):
             return i
-    return end
+        at = i + 1
 
 
 def _bindings_agree(tree, table, words):

@@ -28,26 +28,33 @@ bool interpreter_finalizing() {
 bool g_site_pending = false;
 
 // Starts an interpreter when the process has none, then releases the GIL so any thread can
-// attach with PyGILState_Ensure. Done once per process. It starts without `site` (as `python -S`
-// would): importing it costs a third of the start, and a static reading of a package given by
-// path needs no site-packages on sys.path. run_site_once() adds them when a channel needs them.
-// PYTHONPATH and the other PYTHON* variables are honoured as before.
+// attach with PyGILState_Ensure. Done once per process. The configuration is Py_InitializeEx(0)'s
+// (the "compat" one: no C locale coercion, no UTF-8 mode, C stdio left alone, the host's signal
+// handlers kept, PYTHON* variables honoured) but for one thing: it starts without `site`, as
+// `python -S` would. Importing site costs a third of the start, and a static reading of a
+// package given by path needs nothing from site-packages; run_site_once() adds them when a
+// channel does. (sys.flags.no_site stays 1 afterwards.)
 void ensure_interpreter() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (Py_IsInitialized()) return;
     PhaseTimer t("interpreter start");
+    PyPreConfig preconfig;
+    PyPreConfig_InitPythonConfig(&preconfig);
+    preconfig.parse_argv = 0;
+    preconfig.utf8_mode = 0;
+    preconfig.coerce_c_locale = 0;
+    preconfig.coerce_c_locale_warn = 0;
+    PyStatus status = Py_PreInitialize(&preconfig);
     PyConfig config;
     PyConfig_InitPythonConfig(&config);
-    config.install_signal_handlers = 0;  // leave the host's signal handlers alone
     config.parse_argv = 0;
+    config.configure_c_stdio = 0;
+    config.install_signal_handlers = 0;
     config.site_import = 0;
-    PyStatus status = Py_InitializeFromConfig(&config);
+    if (!PyStatus_Exception(status)) status = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
-    if (PyStatus_Exception(status)) {
-      // Py_InitializeEx's behaviour: a process that cannot start Python is not one to go on in.
-      Py_ExitStatusException(status);
-    }
+    if (PyStatus_Exception(status)) Py_ExitStatusException(status);  // as Py_InitializeEx: fatal
     g_site_pending = true;
     PyEval_SaveThread();
   });
