@@ -7,7 +7,8 @@ says nothing about signatures. Cases alternate round by round, so they share the
 load; medians and 90th percentiles of --runs rounds. Then the same probes with
 AITER_COMPAT_LOG_LEVEL=debug, for where the time goes (the probe's "phase" lines).
 
-    bench/probe_static.py --tree DIR [--tree DIR ...] [--cli build/aiter-compat] [--runs 30] [--json OUT]
+    bench/probe_static.py --tree DIR [--tree DIR ...] [--cli build/aiter-compat] [--runs 30]
+                          [--json OUT] [--label TEXT]
 
 A tree is a folder holding an `aiter` package: site-packages, an unpacked wheel, or a release
 extracted from AITer's repository (never part of this one), e.g.
@@ -76,6 +77,7 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--phase-runs", type=int, default=10, help="debug-logged runs per probe case for the breakdown")
     ap.add_argument("--json")
+    ap.add_argument("--label", default="", help="what was measured (kept in the JSON), e.g. the build's commit")
     args = ap.parse_args()
     for tree in args.tree:
         if not os.path.isfile(os.path.join(tree, "aiter", "__init__.py")):
@@ -150,7 +152,8 @@ def main():
         print("over the target:", f)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"date": datetime.date.today().isoformat(), "cores": os.cpu_count(),
+            json.dump({"label": args.label, "cli": args.cli, "date": datetime.date.today().isoformat(),
+                       "cores": os.cpu_count(), "load_average_at_end": os.getloadavg()[0],
                        "python": platform.python_version(), "trees": trees, "results": results,
                        "phases_ms": phases, "over_target": failures}, f, indent=2)
     return 1 if failures else 0
