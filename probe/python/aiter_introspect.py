@@ -12,10 +12,10 @@
 # Reading sources is static_reading.py's job; an entry point missing from its known modules is
 # looked for by name across the package by name_search.py. Both are embedded beside this file.
 #
-# Start-up matters (a CI gate runs the probe often): this module imports only os and sys at load;
-# `_ast` is imported where sources are parsed (static_reading.py), json where an editable install is checked, and the
-# result goes back as Python objects (the C++ side converts them), so a probe that finds no
-# aiter pays for none of it.
+# Start-up matters (a CI gate runs the probe often): the probe's modules import only os, sys,
+# time and _ast at load (not ast, importlib.util or json: json only where an editable install is
+# checked), and the result goes back as Python objects the C++ side converts, so a probe that
+# finds no aiter pays for none of the rest.
 import os
 import sys
 import time

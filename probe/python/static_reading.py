@@ -1,4 +1,4 @@
-# Reads AITer's sources with `ast`, never importing them: a module's top-level bindings, a
+# Reads AITer's sources with the compiler's AST, never importing them: a module's top-level bindings, a
 # function's parameter list, what aiter/__init__.py re-exports, compatibility maps. Embedded
 # into the probe (as the module _aiter_compat_static_reading) beside aiter_introspect.py.
 #
@@ -28,9 +28,10 @@ _BLANK = bytes(c if c in (10, 13) else 32 for c in range(256))
 
 def _blank_strings_and_comments(data):
     """data with every comment and the inside of every string literal (all but its first quote)
-    replaced by spaces, line ends kept, so what is left is code: brackets can be counted and a line that starts with a
-    character starts a statement or continues one. Written with bytes.find rather than `re`
-    (importing re costs more than this takes); exact for source that compiles."""
+    replaced by spaces, line ends kept, so what is left is code: brackets can be counted, and a
+    line that starts with a character starts a statement or continues one. Written with
+    bytes.find rather than `re` (importing re costs more than this takes); exact for source that
+    compiles."""
     n, pos, pieces = len(data), 0, []
     hashes, singles, doubles = data.find(b"#"), data.find(b"'"), data.find(b'"')
     while True:
