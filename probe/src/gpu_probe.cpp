@@ -184,6 +184,7 @@ DeviceReport probe_device() {
   DeviceReport dev;
   // First a runtime the process already has (torch's, say), then each library by name.
   std::set<std::string> answered;  // vendors whose runtime already said "no device"
+  bool opened_any = false;
   for (int pass = 0; pass < 2 && !dev.present; ++pass) {
     for (const auto& lib : runtime_libraries()) {
       if (answered.count(lib.vendor)) continue;
@@ -196,6 +197,7 @@ DeviceReport probe_device() {
           }
           continue;
         }
+        opened_any = true;
         std::string result;
         bool ok = query(lib, h, dev, result);
         dev.attempts.push_back({library_path(h, soname), pass == 0 ? "already loaded" : "dlopen", result});
@@ -215,7 +217,8 @@ DeviceReport probe_device() {
   report_other_copies(dev);
   if (!dev.present) {
     dev.vendor.clear();
-    dev.reason = dev.attempts.empty() ? "no GPU runtime library found" : "no GPU runtime reported a device";
+    // A library that loaded and found no device is another answer than no library at all.
+    dev.reason = opened_any ? "no GPU runtime reported a device" : "no GPU runtime library found";
   }
   return dev;
 }

@@ -1,6 +1,8 @@
 """The CLI's contract: exit codes, output forms, options."""
 import json
 
+import pytest
+
 
 def test_no_aiter_is_a_clean_report(cli, tmp_path):
     empty = tmp_path / "empty"
@@ -134,3 +136,14 @@ def test_bad_arguments_exit_2(cli, tmp_path):
     assert bad.returncode == 2
     assert "sinks:flash_attn not in" in bad.stderr and "sinks:flash_attn_varlen_func" in bad.stderr
     assert cli.run().returncode == 2
+
+
+def test_no_gpu_runtime_library_is_told_from_a_runtime_without_a_device(cli, tmp_path):
+    """--require's reasons say which: nothing to load, or a runtime that found no GPU."""
+    report = cli.probe_json(env={"PYTHONPATH": str(tmp_path)})
+    device = report["device"]
+    if device["present"] or not all("cannot open shared object file" in a["result"] for a in device["attempts"]):
+        pytest.skip(f"a GPU runtime library loads here ({device['runtime'] or device['attempts']}); "
+                    "this case needs a machine without one")
+    assert device["attempts"], "every runtime library tried is listed"
+    assert device["reason"] == "no GPU runtime library found"
