@@ -10,6 +10,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "aiter_compat/probe/phase_timer.hpp"
 #include "aiter_compat/probe/probe.hpp"
 #include "aiter_compat/probe/render.hpp"
 #include "aiter_compat/probe/requirements.hpp"
@@ -32,6 +33,36 @@ struct ProbeArgs {
   std::vector<std::string> require;
 };
 
+// "require": {met, reasons, families: [{feature, family, served_by, notes, reasons}]}.
+nlohmann::json require_json(const std::vector<aiter_compat::RequirementCheck>& checks,
+                            const std::vector<std::string>& unmet) {
+  nlohmann::json families = nlohmann::json::array();
+  for (const auto& c : checks)
+    for (const auto& f : c.families)
+      families.push_back({{"feature", c.feature},
+                          {"family", f.family},
+                          {"served_by", f.served_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.served_by)},
+                          {"notes", f.notes},
+                          {"reasons", f.reasons}});
+  return {{"met", unmet.empty()}, {"reasons", unmet}, {"families", families}};
+}
+
+// Which serves each family, then what is missing.
+void print_requirements(const std::vector<aiter_compat::RequirementCheck>& checks,
+                        const std::vector<std::string>& unmet) {
+  for (const auto& c : checks) {
+    if (c.families.empty()) continue;
+    std::cout << "\nrequirement " << c.feature << ": " << (c.met() ? "met" : "not met") << '\n';
+    for (const auto& f : c.families) {
+      std::cout << "  " << f.family << ": " << (f.served_by.empty() ? "not served" : f.served_by) << '\n';
+      for (const auto& n : f.notes) std::cout << "    note: " << n << '\n';
+    }
+  }
+  if (unmet.empty()) return;
+  std::cout << "\nrequirement not met:\n";
+  for (const auto& r : unmet) std::cout << "  " << r << '\n';
+}
+
 int run_probe_command(const ProbeArgs& args) {
   aiter_compat::ProbeOptions options;
   options.aiter_root = args.aiter_root;
@@ -42,9 +73,13 @@ int run_probe_command(const ProbeArgs& args) {
   aiter_compat::EmbeddedPythonReader python;
   aiter_compat::ProbeReport report = aiter_compat::run_probe(options, python);
 
+  aiter_compat::PhaseTimer render_timer("checks and output");
   std::vector<std::string> unmet, diffs;
-  for (const auto& feature : args.require)
-    for (auto& reason : aiter_compat::unmet_requirement(report, feature)) unmet.push_back(feature + ": " + reason);
+  std::vector<aiter_compat::RequirementCheck> checks;
+  for (const auto& feature : args.require) {
+    checks.push_back(aiter_compat::check_requirement(report, feature));
+    for (const auto& reason : checks.back().unmet) unmet.push_back(feature + ": " + reason);
+  }
   if (args.check_matrix) {
     std::string source, warning;
     const auto& matrix = aiter_compat::load_matrix(args.matrix, &source, &warning);
@@ -53,15 +88,12 @@ int run_probe_command(const ProbeArgs& args) {
 
   if (args.json) {
     nlohmann::json j = aiter_compat::to_json(report);
-    if (!args.require.empty()) j["require"] = {{"met", unmet.empty()}, {"reasons", unmet}};
+    if (!args.require.empty()) j["require"] = require_json(checks, unmet);
     if (args.check_matrix) j["check_matrix"] = {{"matches", diffs.empty()}, {"differences", diffs}};
     std::cout << j.dump(2) << '\n';
   } else {
     std::cout << aiter_compat::to_text(report);
-    if (!unmet.empty()) {
-      std::cout << "\nrequirement not met:\n";
-      for (const auto& r : unmet) std::cout << "  " << r << '\n';
-    }
+    print_requirements(checks, unmet);
     if (args.check_matrix) {
       if (diffs.empty()) {
         std::cout << "\nmatrix: detected capabilities match entry " << report.aiter.matrix_entry << '\n';
@@ -113,8 +145,11 @@ int run(int argc, const char* const* argv) {
                     "Probe the aiter package in DIR (site-packages, unpacked wheel or source checkout)")
       ->check(CLI::ExistingDirectory);
   probe->add_flag("--live", args.live, "Also import aiter and read inspect.signature (imports torch)");
-  probe->add_option("--require", args.require, "Exit 3 with the reasons unless FEATURE is available (sinks)")
-      ->check(CLI::IsMember({"sinks"}));
+  probe->add_option("--require", args.require,
+                    "Exit 3 with the reasons unless FEATURE is available here: sinks (prefill and decode of a "
+                    "model with sinks, each by AITer or a fallback kernel for this GPU), or sinks:OP for one "
+                    "entry point")
+      ->check(CLI::IsMember(aiter_compat::known_requirements()));
   probe->add_flag("--check-matrix", args.check_matrix,
                   "Exit 4 with a diff unless the detected capabilities equal the matrix entry");
   probe->add_option("--matrix", args.matrix, "compat_matrix.yaml to use instead of the built-in one");
@@ -126,7 +161,10 @@ int run(int argc, const char* const* argv) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
   }
-  if (probe->parsed()) return run_probe_command(args);
+  if (probe->parsed()) {
+    aiter_compat::PhaseTimer t("main (to exit)");
+    return run_probe_command(args);
+  }
   return kExitUsage;
 }
 

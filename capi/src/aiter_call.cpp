@@ -12,6 +12,7 @@ namespace {
 PyObject* glue() {  // under the GIL
   static PyObject* module = nullptr;
   if (!module) {
+    run_site_once();  // the glue imports torch and aiter from site-packages
     PyObject* code = Py_CompileString(embedded::capi_glue_py, "<aiter_compat/capi_glue.py>", Py_file_input);
     if (code) module = PyImport_ExecCodeModule("_aiter_compat_capi_glue", code);
     Py_XDECREF(code);

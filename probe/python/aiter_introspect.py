@@ -3,25 +3,43 @@
 #
 # It reports raw facts only (where things are, parameter lists, errors); deciding what those
 # facts mean (sinks supported or not, window arity, quirks) is the C++ side's job, so there is
-# one place that interprets them. Entry point: run(channel, root, ops_json) -> JSON string.
+# one place that interprets them. Entry point: run(channel, root, specs) -> dict.
 #
 # The static channel never imports aiter: it locates the package with importlib's finders and
 # reads sources with `ast`, so no torch import and no JIT build happen. The live channel imports
 # aiter and reads inspect.signature, which follows functools.wraps' __wrapped__.
-import ast
-import json
+#
+# Reading sources is static_reading.py's job; an entry point missing from its known modules is
+# looked for by name across the package by name_search.py. Both are embedded beside this file.
+#
+# Start-up matters (a CI gate runs the probe often): the probe's modules import only os, sys,
+# time and _ast at load (not ast, importlib.util or json: json only where an editable install is
+# checked), and the result goes back as Python objects the C++ side converts, so a probe that
+# finds no aiter pays for none of the rest.
 import os
 import sys
+import time
+
+import _aiter_compat_name_search as name_search
+import _aiter_compat_static_reading as reading
 
 _DIST_NAMES = ("amd_aiter", "aiter")  # normalised distribution names of AMD's AITer
 
 
-def _error(where, exc):
-    line = getattr(exc, "lineno", None)
-    text = f"{type(exc).__name__}: {exc}"
-    if line is not None and isinstance(exc, SyntaxError):
-        text = f"SyntaxError: {exc.msg} (line {line})"
-    return {"where": where, "error": text}
+class _Phases:
+    """Wall time of the channel's steps, returned as phases_ms for the C++ side's debug log."""
+
+    def __init__(self):
+        self.ms = {}
+        self._last = time.perf_counter()
+
+    def done(self, name):
+        now = time.perf_counter()
+        self.ms[name] = self.ms.get(name, 0.0) + (now - self._last) * 1000.0
+        self._last = now
+
+
+_error = reading.error_of
 
 
 # ---------------------------------------------------------------- locating the package
@@ -53,6 +71,21 @@ def _copies_on_path():
     return copies
 
 
+def _find_spec(name):
+    """importlib.util.find_spec for a top-level name, without importing importlib.util (which
+    pulls in contextlib, functools, types...): the already imported module's spec, else the
+    first finder on sys.meta_path that knows it (editable installs' finders included)."""
+    if name in sys.modules:
+        return getattr(sys.modules[name], "__spec__", None)
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is not None:
+            spec = find(name, None, None)
+            if spec is not None:
+                return spec
+    return None
+
+
 def _locate(root):
     """Returns (search entry, package dir or None, copies found, errors)."""
     errors = []
@@ -64,8 +97,7 @@ def _locate(root):
         return entry, pkg, [pkg] if pkg else [], errors
     copies = _copies_on_path()
     try:
-        import importlib.util
-        spec = importlib.util.find_spec("aiter")
+        spec = _find_spec("aiter")
     except Exception as exc:  # a broken finder must not stop the probe
         errors.append(_error("importlib.util.find_spec('aiter')", exc))
         spec = None
@@ -105,6 +137,7 @@ def _dist_owns_package(info_dir, pkg):
                 return True
     direct = os.path.join(info_dir, "direct_url.json")
     if os.path.isfile(direct):  # editable install: the package lives in a source checkout
+        import json
         try:
             with open(direct, encoding="utf-8") as f:
                 url = json.load(f).get("url", "")
@@ -146,16 +179,17 @@ def _version_file(pkg):
     path = os.path.join(pkg, "_version.py")
     if not os.path.isfile(path):
         return None, None
+    import _ast
     try:
         with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), path)
+            tree = reading.parse(f.read(), path)
     except (OSError, SyntaxError, ValueError) as exc:
         return None, _error(path, exc)
     for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(node, (_ast.Assign, _ast.AnnAssign)) and isinstance(node.value, _ast.Constant):
+            targets = node.targets if isinstance(node, _ast.Assign) else [node.target]
             for t in targets:
-                if isinstance(t, ast.Name) and t.id in ("__version__", "version") and isinstance(node.value.value, str):
+                if isinstance(t, _ast.Name) and t.id in ("__version__", "version") and isinstance(node.value.value, str):
                     return node.value.value, None
     return None, None
 
@@ -191,181 +225,27 @@ def _install(root):
 
 # ---------------------------------------------------------------- static reading
 
-class _Sources:
-    """Parses each module file at most once."""
-
-    def __init__(self, pkg):
-        self.base = os.path.dirname(pkg)
-        self.trees = {}
-
-    def path_of(self, module):
-        rel = module.replace(".", os.sep)
-        for cand in (rel + ".py", os.path.join(rel, "__init__.py")):
-            full = os.path.join(self.base, cand)
-            if os.path.isfile(full):
-                return full
-        return None
-
-    def tree(self, module):
-        if module not in self.trees:
-            path = self.path_of(module)
-            if path is None:
-                self.trees[module] = (None, None)
-            else:
-                try:
-                    with open(path, "rb") as f:
-                        self.trees[module] = (ast.parse(f.read(), path), None)
-                except (OSError, SyntaxError, ValueError) as exc:
-                    self.trees[module] = (None, _error(path, exc))
-        return self.trees[module]
-
-
-def _literal(node):
-    try:
-        return repr(ast.literal_eval(node))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return ast.unparse(node) if hasattr(ast, "unparse") else "<expr>"
-
-
-def _params_from_ast(fn):
-    a = fn.args
-    pos = list(a.posonlyargs) + list(a.args)
-    defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
-    params = []
-    for i, arg in enumerate(pos):
-        kind = "POSITIONAL_ONLY" if i < len(a.posonlyargs) else "POSITIONAL_OR_KEYWORD"
-        params.append({"name": arg.arg, "kind": kind,
-                       "default": None if defaults[i] is None else _literal(defaults[i])})
-    if a.vararg:
-        params.append({"name": a.vararg.arg, "kind": "VAR_POSITIONAL", "default": None})
-    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
-        params.append({"name": arg.arg, "kind": "KEYWORD_ONLY", "default": None if d is None else _literal(d)})
-    if a.kwarg:
-        params.append({"name": a.kwarg.arg, "kind": "VAR_KEYWORD", "default": None})
-    return params
-
-
-def _decorator_names(fn):
-    names = []
-    for d in fn.decorator_list:
-        target = d.func if isinstance(d, ast.Call) else d
-        names.append(ast.unparse(target) if hasattr(ast, "unparse") else type(target).__name__)
-    return names
-
-
-def _find_top_level(tree, name):
-    """The last top-level binding of name wins, as at run time."""
-    found = None
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            found = ("def", node)
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            found = ("assign", node)
-        elif isinstance(node, ast.ImportFrom) and any((al.asname or al.name) == name for al in node.names):
-            found = ("import", node)
-    return found
-
-
-def _module_all(tree):
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
-            try:
-                return list(ast.literal_eval(node.value))
-            except (ValueError, TypeError, SyntaxError):
-                return None
-    return None
-
-
-def _compat_alias(sources, module):
-    """aiter.ops.triton keeps old module paths working through _BACKWARD_COMPAT_MAP (v0.1.10+)."""
-    parent, _, leaf = module.rpartition(".")
-    tree, _ = sources.tree(parent)
-    if tree is None:
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_BACKWARD_COMPAT_MAP" for t in node.targets):
-            try:
-                mapping = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError):
-                return None
-            if isinstance(mapping, dict) and leaf in mapping:
-                return f"{parent}.{mapping[leaf]}"
-    return None
-
-
-def _module_level(body):
-    """Statements run at import time: the top level and the blocks of if/try/with under it."""
-    for node in body:
-        yield node
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            inner = getattr(node, field, None)
-            if isinstance(inner, list) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                yield from _module_level(inner)
-
-
-def _exported_static(sources, module, name):
-    """Whether `aiter.<name>` exists: aiter/__init__.py imports it from module."""
-    tree, _ = sources.tree("aiter")
-    if tree is None:
-        return False
-    rel = module[len("aiter."):] if module.startswith("aiter.") else module
-    for node in _module_level(tree.body):
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        target = node.module if node.level == 0 else ("." * node.level + (node.module or ""))
-        if target not in ("." + rel, module):
-            continue
-        for al in node.names:
-            if al.name == "*":
-                mod_tree, _ = sources.tree(module)
-                names = _module_all(mod_tree) if mod_tree is not None else None
-                if names is None or name in names:
-                    return True
-            elif (al.asname or al.name) == name:
-                return True
-    return False
-
-
-def _static_op(sources, spec):
-    op = {"present": False, "module": None, "params": None, "decorators": [], "import_paths": {},
-          "exported": False, "errors": [], "notes": []}
-    for module in spec["modules"]:
-        tree, err = sources.tree(module)
-        if err:
-            op["import_paths"][module] = "error"
-            op["errors"].append(err)
-            continue
-        if tree is None:
-            alias = _compat_alias(sources, module)
-            op["import_paths"][module] = f"alias of {alias}" if alias else "absent"
-            continue
-        hit = _find_top_level(tree, spec["name"])
-        if hit is None:
-            op["import_paths"][module] = "module without it"
-            continue
-        op["import_paths"][module] = "defined"
-        if op["present"]:
-            continue  # first candidate that defines it is the entry point
-        op["present"], op["module"] = True, module
-        kind, node = hit
-        if kind == "def":
-            op["params"] = _params_from_ast(node)
-            op["decorators"] = _decorator_names(node)
-        else:
-            op["notes"].append(f"bound by {'assignment' if kind == 'assign' else 'import'} at line "
-                               f"{node.lineno}: parameters can only be read by the live channel")
-    # An alias path only counts when the module it points at really defines the function.
-    for module, state in list(op["import_paths"].items()):
-        if state.startswith("alias of ") and op["import_paths"].get(state[len("alias of "):]) != "defined":
-            op["import_paths"][module] = "alias to a missing module"
-    if op["present"]:
-        op["exported"] = _exported_static(sources, op["module"], spec["name"])
-    return op
-
-
-def _static_ops(pkg, specs):
-    sources = _Sources(pkg)
-    return {spec["name"]: _static_op(sources, spec) for spec in specs}
+def _static_ops(pkg, specs, phases):
+    sources = reading.Sources(pkg)
+    ops = {spec["name"]: reading.read_known_paths(sources, spec) for spec in specs}
+    phases.done("known modules")
+    # Searched only where every known module was read and none binds it: a known module that
+    # fails to parse holds the entry point, broken; another function of that name elsewhere
+    # (aiter.ops.triton's flash_attn_varlen_func, say) is not what `aiter.<name>` gives.
+    missing = [spec for spec in specs if not ops[spec["name"]]["present"] and not ops[spec["name"]]["errors"]]
+    if missing:
+        hits = name_search.modules_naming(sources, [spec["name"] for spec in missing])
+        phases.done("name search: text of every file")
+        for spec in missing:
+            name_search.search(sources, spec, ops[spec["name"]], hits[spec["name"]])
+        phases.done("name search: parsing the files that name it")
+    for spec in specs:
+        op = ops[spec["name"]]
+        reading.check_aliases(op)
+        if op["located_by"] == "known path":
+            op["exported"] = reading.exported(sources, op["module"], spec["name"])
+    phases.done("exports")
+    return ops
 
 
 # ---------------------------------------------------------------- live reading
@@ -379,19 +259,35 @@ def _params_from_signature(sig):
     return params
 
 
-def _live_op(aiter, spec):
-    import importlib
+def _live_binding(op, name, module_name, fn):
     import inspect
-    op = {"present": False, "module": None, "params": None, "decorators": [], "import_paths": {},
-          "exported": False, "errors": [], "notes": []}
+    op["present"], op["module"] = True, module_name
+    try:
+        op["params"] = _params_from_signature(inspect.signature(fn))
+    except (TypeError, ValueError) as exc:
+        op["errors"].append(_error(f"inspect.signature({module_name}.{name})", exc))
+    if hasattr(fn, "__wrapped__"):
+        op["notes"].append("wrapped (functools.wraps): signature read through __wrapped__")
+
+
+def _import(module):
+    """(module object or None, import_paths state or None, error or None)."""
+    import importlib
+    try:
+        return importlib.import_module(module), None, None
+    except BaseException as exc:  # an import may raise anything, SystemExit included
+        absent = isinstance(exc, ModuleNotFoundError) and exc.name == module
+        return None, "absent" if absent else "error", None if absent else _error(f"import {module}", exc)
+
+
+def _live_op(aiter, spec, sources):
+    op = reading.empty_op()
     for module in spec["modules"]:
-        try:
-            mod = importlib.import_module(module)
-        except BaseException as exc:  # an import may raise anything, SystemExit included
-            absent = isinstance(exc, ModuleNotFoundError) and exc.name == module
-            op["import_paths"][module] = "absent" if absent else "error"
-            if not absent:
-                op["errors"].append(_error(f"import {module}", exc))
+        mod, state, err = _import(module)
+        if mod is None:
+            op["import_paths"][module] = state
+            if err:
+                op["errors"].append(err)
             continue
         fn = getattr(mod, spec["name"], None)
         if fn is None:
@@ -401,18 +297,44 @@ def _live_op(aiter, spec):
         op["import_paths"][module] = "defined" if real == module else f"alias of {real}"
         if op["present"]:
             continue
-        op["present"], op["module"] = True, real
-        try:
-            op["params"] = _params_from_signature(inspect.signature(fn))
-        except (TypeError, ValueError) as exc:
-            op["errors"].append(_error(f"inspect.signature({module}.{spec['name']})", exc))
-        if hasattr(fn, "__wrapped__"):
-            op["notes"].append("wrapped (functools.wraps): signature read through __wrapped__")
+        op["located_by"] = "known path"
+        _live_binding(op, spec["name"], real, fn)
+    if not op["present"] and not op["errors"] and sources is not None:
+        _live_search(aiter, spec, sources, op)
     op["exported"] = hasattr(aiter, spec["name"]) if aiter is not None else False
     return op
 
 
-def _live(root, specs):
+def _live_search(aiter, spec, sources, op):
+    """Not at its known modules: import what the static search found (best first), then try
+    `aiter.<name>` itself (a binding no source shows, a native module's function...)."""
+    name = spec["name"]
+    hits = name_search.modules_naming(sources, [name])[name]
+    candidates = name_search.search(sources, spec, reading.empty_op(), hits)
+    for module in candidates:
+        mod, _, _ = _import(module)
+        fn = getattr(mod, name, None) if mod is not None else None
+        if fn is None:
+            continue
+        defined_in = getattr(fn, "__module__", None)
+        real = getattr(mod, "__name__", module)
+        where = real if defined_in in (None, real) or not str(defined_in).startswith("aiter") else defined_in
+        op["import_paths"][real] = "defined" if where == real else f"re-export of {where}"
+        if not op["present"]:
+            op["located_by"] = "name search"
+            _live_binding(op, name, where, fn)
+            op["notes"].append(f"not at its known module paths ({', '.join(spec['modules'])}); "
+                               f"found by name search in {where}")
+    fn = getattr(aiter, name, None) if aiter is not None else None
+    if not op["present"] and fn is not None:
+        where = str(getattr(fn, "__module__", None) or "aiter")
+        op["located_by"] = "name search"
+        _live_binding(op, name, where, fn)
+        op["notes"].append(f"not at its known module paths ({', '.join(spec['modules'])}) and in no source "
+                           f"that names it; found as aiter.{name} (defined in {where})")
+
+
+def _live(root, specs, phases):
     install = _install(root)
     result = {"install": install, "ops": {}, "import_error": None}
     if root:
@@ -425,36 +347,48 @@ def _live(root, specs):
         if loaded != os.path.realpath(install["path"]):
             install["errors"].append({"where": "sys.modules['aiter']", "error":
                                       f"another aiter is already imported from {loaded}; the live channel reads that one"})
+    phases.done("locate and identity")
     try:
         import aiter
     except BaseException as exc:
         result["import_error"] = _error("import aiter", exc)
         aiter = None
+    phases.done("import aiter")
     if aiter is not None:
         loaded = getattr(aiter, "__file__", None)
         if loaded:
             install["live_path"] = os.path.dirname(os.path.abspath(loaded))
+    pkg = install.get("live_path") or install["path"]
+    sources = reading.Sources(pkg) if pkg else None  # for the name search
     for spec in specs:
-        result["ops"][spec["name"]] = _live_op(aiter, spec) if aiter is not None else {
-            "present": False, "module": None, "params": None, "decorators": [], "import_paths": {},
-            "exported": False, "errors": [], "notes": ["not read: import aiter failed"]}
+        if aiter is None:
+            op = reading.empty_op()
+            op["notes"].append("not read: import aiter failed")
+            result["ops"][spec["name"]] = op
+        else:
+            result["ops"][spec["name"]] = _live_op(aiter, spec, sources)
+    phases.done("entry points")
     return result
 
 
 # ---------------------------------------------------------------- entry point
 
-def run(channel, root, ops_json):
-    specs = json.loads(ops_json)
+def run(channel, root, specs):
+    """The channel's report as Python objects: {install, ops, import_error, channel, python,
+    phases_ms}. specs: [{"name": ..., "modules": [...]}, ...], the op table."""
+    phases = _Phases()
     try:
         if channel == "live":
-            result = _live(root or None, specs)
+            result = _live(root or None, specs, phases)
         else:
             install = _install(root or None)
-            ops = _static_ops(install["path"], specs) if install["path"] and not install["foreign"] else {}
+            phases.done("locate and identity")
+            ops = _static_ops(install["path"], specs, phases) if install["path"] and not install["foreign"] else {}
             result = {"install": install, "ops": ops, "import_error": None}
     except BaseException as exc:  # report, never raise into C++
         result = {"install": {"found": False, "errors": [_error(f"{channel} probe", exc)]},
                   "ops": {}, "import_error": None}
     result["channel"] = channel
     result["python"] = sys.version.split()[0]
-    return json.dumps(result)
+    result["phases_ms"] = phases.ms
+    return result

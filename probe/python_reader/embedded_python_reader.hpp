@@ -11,6 +11,11 @@ namespace aiter_compat {
 // The pending Python exception as "Type: message", cleared; the GIL must be held.
 std::string fetch_python_error();
 
+// When this library started the interpreter (without `site`, to start faster), runs site.main()
+// once so site-packages and .pth files are on sys.path, as in a plain `python3`. Anything that
+// imports installed packages (aiter, torch) calls it first; the GIL must be held.
+void run_site_once();
+
 class EmbeddedPythonReader : public PythonReader {
  public:
   ChannelReading read(Channel channel, const std::string& aiter_root) override;

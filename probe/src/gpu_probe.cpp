@@ -63,6 +63,7 @@ DeviceReport probe_device() {
   // The runtime the process already has first (torch's), then each by name: binding loads the
   // library, and a runtime of the other vendor would be loaded for nothing.
   std::vector<Vendor> order = {Vendor::amd, Vendor::nvidia};
+  bool opened_any = false;
   if (gpu::already_loaded(Vendor::nvidia) && !gpu::already_loaded(Vendor::amd)) std::swap(order[0], order[1]);
   for (Vendor v : order) {
     const bool nvidia = v == Vendor::nvidia;
@@ -70,6 +71,7 @@ DeviceReport probe_device() {
     const std::string& error = nvidia ? gpu::cuda().error : gpu::hip().error;
     const std::string& library = nvidia ? gpu::cuda().library : gpu::hip().library;
     for (const auto& a : attempts) dev.attempts.push_back({a.library, a.how, a.result});
+    opened_any = opened_any || !library.empty();
     if (!error.empty() || library.empty()) continue;
     RuntimeAttempt& bound = dev.attempts.back();
     try {
@@ -99,7 +101,8 @@ DeviceReport probe_device() {
   report_other_copies(dev);
   if (!dev.present) {
     dev.vendor.clear();
-    dev.reason = dev.attempts.empty() ? "no GPU runtime library found" : "no GPU runtime reported a device";
+    // A library that loaded and found no device is another answer than no library at all.
+    dev.reason = opened_any ? "no GPU runtime reported a device" : "no GPU runtime library found";
   }
   return dev;
 }

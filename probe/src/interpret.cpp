@@ -38,6 +38,7 @@ OpReport interpret_op(const std::string& name, const OpReading& reading, Channel
   op.params = reading.params;
   op.import_paths = reading.import_paths;
   op.exported = reading.exported;
+  op.located_by = reading.located_by;
   op.read_by = to_string(channel);
   op.notes = reading.notes;
   op.errors = reading.errors;

@@ -13,7 +13,9 @@ const std::vector<OpSpec>& attention_ops() {
        "sinks", ""},
       {"pa_fwd_asm", {"aiter.ops.attention"}, "",
        "AITer's paged decode kernels have never taken sinks"},
-      {"paged_attention_v1", {"aiter.ops.attention"}, "",
+      // v0.1.1 and v0.1.2 have only the vLLM-style wrapper in aiter/paged_attn.py (its own
+      // parameter list); from v0.1.3 aiter.ops.attention defines it too and is preferred.
+      {"paged_attention_v1", {"aiter.ops.attention", "aiter.paged_attn"}, "",
        "AITer's paged decode kernels have never taken sinks"},
   };
   return ops;

@@ -8,6 +8,7 @@
 #include "aiter_compat/gpu_runtime/kernel_table.hpp"
 #include "aiter_compat/probe/native_probe.hpp"
 #include "aiter_compat/probe/op_table.hpp"
+#include "aiter_compat/probe/phase_timer.hpp"
 
 namespace aiter_compat {
 namespace {
@@ -32,6 +33,20 @@ void compare(const OpReport& s, const OpReport& l, std::vector<Disagreement>& ou
   if (s.present && l.present && s.module != l.module) out.push_back({base + "module", s.module, l.module});
   if (s.present && l.present && s.params && l.params && s.param_names() != l.param_names())
     out.push_back({base + "params", join_names(s.params), join_names(l.params)});
+}
+
+// An entry point at a module the matrix records for it in no release (found by name search, or
+// through a compat map at a known path): say so. The op table's modules are the ones the
+// built-in matrix records (a matrix test keeps the two equal), so only other modules are looked
+// up, and an indexed matrix is parsed only when its text names the module at all.
+void note_location(const CompatMatrix& matrix, OpReport& op) {
+  if (!op.present || op.module.empty()) return;
+  const OpSpec* spec = find_op(op.name);
+  bool known = spec && std::find(spec->modules.begin(), spec->modules.end(), op.module) != spec->modules.end();
+  if (known && !matrix.fully_parsed()) return;
+  if (!matrix.releases_locating(op.name, op.module).empty()) return;
+  op.notes.push_back(op.module + " is a new location: compat_matrix.yaml records " + op.name +
+                     " there for no release");
 }
 
 void choose_matrix_entry(const CompatMatrix& matrix, const ProbeOptions& options, InstallReport& in) {
@@ -75,12 +90,19 @@ const OpReport* ProbeReport::op(const std::string& name) const {
 
 ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
   ProbeReport report;
-  const CompatMatrix& matrix = load_matrix(options.matrix_path, &report.matrix.source, &report.matrix.warning);
+  const CompatMatrix& matrix = [&]() -> const CompatMatrix& {
+    PhaseTimer t("matrix load");
+    return load_matrix(options.matrix_path, &report.matrix.source, &report.matrix.warning);
+  }();
 
-  ChannelReading stat = python.read(Channel::static_ast, options.aiter_root);
+  ChannelReading stat = [&] {
+    PhaseTimer t("static channel");
+    return python.read(Channel::static_ast, options.aiter_root);
+  }();
   report.channels["static"] = status_of(stat);
   std::optional<ChannelReading> live;
   if (options.live) {
+    PhaseTimer t("live channel");
     live = python.read(Channel::live_import, options.aiter_root);
     report.channels["live"] = status_of(*live);
   }
@@ -108,11 +130,17 @@ ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
       if (live && live->import_error) s.notes.push_back("live import failed; this is the static reading");
       report.ops.push_back(std::move(s));
     }
+    note_location(matrix, report.ops.back());
   }
 
-  if (options.native)
+  if (options.native) {
+    PhaseTimer t("native modules");
     report.native = probe_native({report.aiter.path, options.dlopen, 10000});
-  if (options.device) report.device = probe_device();
+  }
+  if (options.device) {
+    PhaseTimer t("gpu runtime");
+    report.device = probe_device();
+  }
   for (const auto& family : gpu::kernel_rows()) {
     if (family.device != gpu::KernelDevice::gpu) continue;
     FallbackKernel k{family.name, {}, false};
@@ -123,6 +151,7 @@ ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
     }
     report.fallback_kernels.push_back(std::move(k));
   }
+  PhaseTimer t("matrix entry and quirks");
   choose_matrix_entry(matrix, options, report.aiter);
   report.quirks = match_quirks(matrix, report);
   return report;

@@ -56,6 +56,7 @@ OpReading op_reading(const json& j) {
     for (const auto& [module, state] : it->items())
       if (state.is_string()) op.import_paths[module] = state.get<std::string>();
   op.exported = flag(j, "exported");
+  op.located_by = str(j, "located_by");
   op.errors = errors(j);
   op.notes = strings(j, "notes");
   return op;
@@ -75,9 +76,12 @@ std::string_view to_string(Support s) {
 std::string to_string(Channel c) { return c == Channel::live_import ? "live" : "static"; }
 
 ChannelReading parse_channel_reading(Channel channel, const std::string& json_text) {
+  return parse_channel_reading(channel, json::parse(json_text, nullptr, /*allow_exceptions=*/false));
+}
+
+ChannelReading parse_channel_reading(Channel channel, const json& doc) {
   ChannelReading r;
   r.channel = channel;
-  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object()) {
     r.failure = "the " + to_string(channel) + " channel returned no readable report";
     return r;

@@ -30,6 +30,7 @@ json op_json(const OpReport& op) {
             {"q_scales", std::string(to_string(op.q_scales))},
             {"window_arity", op.window_arity ? json(*op.window_arity) : json(nullptr)},
             {"exported", op.exported},
+            {"located_by", null_if_empty(op.located_by)},
             {"import_paths", op.import_paths},
             {"read_by", op.read_by},
             {"notes", op.notes},

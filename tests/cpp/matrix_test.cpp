@@ -9,14 +9,90 @@
 
 using namespace aiter_compat;
 
-TEST(Matrix, BuiltinEqualsTheSourceFile) {
+namespace {
+
+std::string source_matrix_text() {
   std::ifstream in(SOURCE_MATRIX);
   std::stringstream text;
   text << in.rdbuf();
-  CompatMatrix file = CompatMatrix::from_yaml(text.str(), SOURCE_MATRIX);
+  return text.str();
+}
+
+void expect_same_release(const MatrixRelease& a, const MatrixRelease& b) {
+  EXPECT_EQ(a.version.text, b.version.text);
+  EXPECT_EQ(a.tag, b.tag);
+  EXPECT_EQ(a.distribution, b.distribution);
+  ASSERT_EQ(a.ops.size(), b.ops.size()) << a.version.text;
+  for (const auto& [name, op] : a.ops) {
+    const MatrixOp& other = b.ops.at(name);
+    EXPECT_EQ(op.present, other.present) << a.version.text << " " << name;
+    EXPECT_EQ(op.module, other.module) << a.version.text << " " << name;
+    EXPECT_EQ(op.aliases, other.aliases) << a.version.text << " " << name;
+    EXPECT_EQ(op.sinks, other.sinks) << a.version.text << " " << name;
+    EXPECT_EQ(op.window_arity, other.window_arity) << a.version.text << " " << name;
+    EXPECT_EQ(op.required, other.required) << a.version.text << " " << name;
+    EXPECT_EQ(op.params, other.params) << a.version.text << " " << name;
+  }
+}
+
+}  // namespace
+
+TEST(Matrix, BuiltinEqualsTheSourceFile) {
+  CompatMatrix file = CompatMatrix::from_yaml(source_matrix_text(), SOURCE_MATRIX);
   const CompatMatrix& builtin = CompatMatrix::builtin();
   ASSERT_EQ(file.releases().size(), builtin.releases().size());
-  EXPECT_EQ(file.quirks().size(), builtin.quirks().size());
+  for (size_t i = 0; i < file.releases().size(); ++i) expect_same_release(file.releases()[i], builtin.releases()[i]);
+  ASSERT_EQ(file.quirks().size(), builtin.quirks().size());
+  for (size_t i = 0; i < file.quirks().size(); ++i) {
+    const MatrixQuirk &a = file.quirks()[i], &b = builtin.quirks()[i];
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(a.versions.text(), b.versions.text());
+    EXPECT_EQ(a.archs, b.archs);
+    EXPECT_EQ(a.ops, b.ops);
+    EXPECT_EQ(a.requires_param, b.requires_param);
+    EXPECT_EQ(a.when, b.when);
+    EXPECT_EQ(a.effect, b.effect);
+    EXPECT_EQ(a.summary, b.summary);
+  }
+}
+
+TEST(Matrix, IndexedTextParsesOnlyWhatIsAskedFor) {
+  CompatMatrix m = CompatMatrix::indexed_yaml(source_matrix_text(), "m.yaml");
+  EXPECT_FALSE(m.fully_parsed());
+  const MatrixRelease* r = m.find_exact("0.1.10");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->ops.at("flash_attn_varlen_func").params.back(), "sink_ptr");
+  EXPECT_EQ(m.find_line(*Version::parse("0.1.21.dev4")), m.find_exact("main"));
+  EXPECT_FALSE(m.quirks().empty());
+  EXPECT_FALSE(m.fully_parsed());  // two releases and the quirks read so far
+  EXPECT_EQ(&m.releases()[0], m.find_exact("0.1.1"));  // slots do not move once read
+  EXPECT_TRUE(m.fully_parsed());
+}
+
+TEST(Matrix, IndexedTextInAnotherLayoutIsParsedWhole) {
+  std::string flow =
+      "schema_version: 1\nreleases:\n"
+      "  - {version: '0.1.2', distribution: aiter, ops: {}}\n";
+  CompatMatrix m = CompatMatrix::indexed_yaml(flow, "flow.yaml");
+  EXPECT_TRUE(m.fully_parsed());
+  ASSERT_NE(m.find_exact("0.1.2"), nullptr);
+  EXPECT_EQ(m.find_exact("0.1.2")->distribution, "aiter");
+}
+
+TEST(Matrix, IndexedTextReportsTheFileLineOfABadRelease) {
+  std::string text =
+      "schema_version: 1\nreleases:\n"
+      "  - version: \"0.1.1\"\n    distribution: aiter\n    ops: {}\n"
+      "  - version: \"0.1.2\"\n    distribution: aiter\n    ops:\n      f: {present: maybe}\n";
+  CompatMatrix m = CompatMatrix::indexed_yaml(text, "m.yaml");
+  EXPECT_EQ(m.find_exact("0.1.1")->distribution, "aiter");
+  try {
+    m.find_exact("0.1.2");
+    FAIL() << "no error for present: maybe";
+  } catch (const MatrixError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.yaml:9: 'present' must be true or false, found 'maybe'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Matrix, CoversEveryReleaseLineAndEveryOp) {
@@ -49,6 +125,27 @@ TEST(Matrix, FactsOfTheApiHistory) {
   const auto& ua = op("0.1.15.post1", "unified_attention").params;
   EXPECT_EQ(*std::find(ua.begin(), ua.end(), "q_scales"), "q_scales");
   EXPECT_EQ(op("0.1.20.post1", "pa_fwd_asm").sinks, "unsupported");
+  // v0.1.1 and v0.1.2: only aiter/paged_attn.py's wrapper, with parameters of its own.
+  EXPECT_EQ(op("0.1.1", "paged_attention_v1").module, "aiter.paged_attn");
+  EXPECT_EQ(op("0.1.2", "paged_attention_v1").params.size(), 19u);
+  EXPECT_EQ(op("0.1.2", "paged_attention_v1").required, 14);
+  EXPECT_EQ(op("0.1.3", "paged_attention_v1").module, "aiter.ops.attention");
+}
+
+// The op table's known modules are exactly where the matrix records each entry point (its
+// module or an alias, in some release): the probe looks where the matrix says AITer has put
+// them, and calls anything else a new location without parsing the matrix.
+TEST(Matrix, RecordsEntryPointsExactlyAtTheKnownModules) {
+  for (const auto& spec : attention_ops()) {
+    std::set<std::string> recorded;
+    for (const auto& r : CompatMatrix::builtin().releases()) {
+      auto it = r.ops.find(spec.name);
+      if (it == r.ops.end() || !it->second.present) continue;
+      recorded.insert(it->second.module);
+      recorded.insert(it->second.aliases.begin(), it->second.aliases.end());
+    }
+    EXPECT_EQ(recorded, std::set<std::string>(spec.modules.begin(), spec.modules.end())) << spec.name;
+  }
 }
 
 TEST(Matrix, FindsTheReleaseLineOfAVersion) {

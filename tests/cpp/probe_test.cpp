@@ -111,3 +111,33 @@ TEST(ParseChannelReading, MalformedJsonIsAFailedChannel) {
   ASSERT_TRUE(ok.ops["f"].params);
   EXPECT_EQ(ok.ops["f"].params->at(0).name, "q");
 }
+
+// An entry point at a module no release of the matrix records for it is called a new location;
+// one the matrix records is not, whichever channel found it.
+TEST(Probe, NewLocationsAreNotedAgainstTheMatrix) {
+  const MatrixRelease* rel = CompatMatrix::builtin().find_exact("0.1.20.post1");
+  FakePythonReader py;
+  py.static_reading = reading_from_matrix(*rel);
+  OpReading& ua = py.static_reading.ops["unified_attention"];
+  ua.module = "aiter.ops.triton.attention.unified.unified_attention";
+  ua.located_by = "name search";
+  OpReading& pa = py.static_reading.ops["paged_attention_v1"];
+  pa.module = "aiter.paged_attn";  // where 0.1.1 and 0.1.2 have it
+  ProbeReport r = run_probe(offline(), py);
+  const auto& notes = r.op("unified_attention")->notes;
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "aiter.ops.triton.attention.unified.unified_attention is a new location: compat_matrix.yaml "
+                      "records unified_attention there for no release");
+  EXPECT_EQ(r.op("unified_attention")->located_by, "name search");
+  EXPECT_TRUE(r.op("paged_attention_v1")->notes.empty());
+  EXPECT_TRUE(r.op("flash_attn_varlen_func")->notes.empty());
+  // An override matrix is checked release by release: one recording the new module knows it.
+  CompatMatrix m = CompatMatrix::from_yaml(
+      "schema_version: 1\nreleases:\n  - version: '0.1.21'\n    distribution: amd-aiter\n    ops:\n"
+      "      unified_attention: {present: true, module: aiter.ops.triton.attention.unified.unified_attention,"
+      " sinks: supported, params: [q]}\n",
+      "m.yaml");
+  EXPECT_EQ(m.releases_locating("unified_attention", "aiter.ops.triton.attention.unified.unified_attention"),
+            std::vector<std::string>{"0.1.21"});
+  EXPECT_TRUE(m.releases_locating("unified_attention", "aiter.ops.mha").empty());
+}

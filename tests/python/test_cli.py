@@ -1,6 +1,8 @@
 """The CLI's contract: exit codes, output forms, options."""
 import json
 
+import pytest
+
 
 def test_no_aiter_is_a_clean_report(cli, tmp_path):
     empty = tmp_path / "empty"
@@ -41,16 +43,49 @@ def test_human_rows_are_aligned(cli, fixture_pkg):
     assert any(line.startswith("op.unified_attention:") and "q_scales" in line for line in lines)
 
 
-def test_require_sinks(cli, fixture_pkg, tmp_path):
-    old_site, _ = fixture_pkg("0.1.5", subdir="old")
-    proc = cli.run("probe", "--aiter-root", old_site, "--require", "sinks")
+def test_require_sinks_asks_for_prefill_and_decode(cli, fixture_pkg, tmp_path):
+    """One entry point taking sinks is not enough: 0.1.9.post1's unified_attention does, its
+    flash_attn_varlen_func (every engine's prefill) raises TypeError on sink_ptr. This machine
+    has no GPU, so no fallback kernel can serve what AITer does not."""
+    site, _ = fixture_pkg("0.1.9.post1")
+    proc = cli.run("probe", "--aiter-root", site, "--require", "sinks")
+    assert proc.returncode == 3, proc.stdout
+    assert "requirement sinks: not met" in proc.stdout
+    assert "  decode: aiter unified_attention (takes sinks)" in proc.stdout
+    assert "requirement not met:" in proc.stdout
+    assert ("sinks: prefill: aiter flash_attn_varlen_func: sinks unsupported (no sink_ptr parameter and no "
+            "**kwargs: passing it raises TypeError)") in proc.stdout
+    assert "sinks: prefill: fallback:" in proc.stdout
+    report = cli.probe_json("--aiter-root", site, "--require", "sinks", expect_rc=3)
+    require = report["require"]
+    assert require["met"] is False
+    assert all(r.startswith("sinks: prefill: ") for r in require["reasons"]), require["reasons"]
+    families = {f["family"]: f for f in require["families"]}
+    assert families["decode"]["served_by"] == "aiter unified_attention (takes sinks)"
+    assert families["prefill"]["served_by"] is None and families["prefill"]["reasons"]
+
+
+def test_require_one_entry_point(cli, fixture_pkg):
+    site, _ = fixture_pkg("0.1.9.post1")
+    proc = cli.run("probe", "--aiter-root", site, "--require", "sinks:unified_attention")
+    assert proc.returncode == 0, proc.stdout
+    assert "requirement sinks:unified_attention: met" in proc.stdout
+    proc = cli.run("probe", "--aiter-root", site, "--require", "sinks:flash_attn_varlen_func")
     assert proc.returncode == 3
-    assert "requirement not met" in proc.stdout
-    assert "flash_attn_varlen_func: unsupported" in proc.stdout
-    report = json.loads(cli.run("probe", "--json", "--aiter-root", old_site, "--require", "sinks").stdout)
-    assert report["require"]["met"] is False and len(report["require"]["reasons"]) >= 7
-    new_site, _ = fixture_pkg("0.1.10", subdir="new")
-    assert cli.run("probe", "--aiter-root", new_site, "--require", "sinks").returncode == 0
+    assert "sinks:flash_attn_varlen_func: flash_attn_varlen_func: aiter flash_attn_varlen_func: sinks unsupported" \
+        in proc.stdout
+    report = cli.probe_json("--aiter-root", site, "--require", "sinks:unified_attention",
+                            "--require", "sinks:pa_fwd_asm", expect_rc=3)
+    assert [f["feature"] for f in report["require"]["families"]] == ["sinks:unified_attention", "sinks:pa_fwd_asm"]
+    assert any("AITer's paged decode kernels have never taken sinks" in r for r in report["require"]["reasons"])
+
+
+def test_require_sinks_without_a_gpu_counts_a_quirk_that_may_drop_them(cli, fixture_pkg, tmp_path):
+    """0.1.10 takes sink_ptr, but on gfx942/gfx950 bf16 head-dim-128 calls lose the sinks; with
+    no GPU here to tell, and none for a fallback, prefill is not served."""
+    site, _ = fixture_pkg("0.1.10")
+    report = cli.probe_json("--aiter-root", site, "--require", "sinks", expect_rc=3)
+    assert any("quirk v3-asm-drops-sinks may apply" in r for r in report["require"]["reasons"]), report["require"]
     empty = tmp_path / "none"
     empty.mkdir()
     proc = cli.run("probe", "--require", "sinks", env={"PYTHONPATH": str(empty)})
@@ -97,4 +132,18 @@ def test_user_matrix_override(cli, fixture_pkg, tmp_path):
 def test_bad_arguments_exit_2(cli, tmp_path):
     assert cli.run("probe", "--aiter-root", str(tmp_path / "missing")).returncode == 2
     assert cli.run("probe", "--require", "wings").returncode == 2
+    bad = cli.run("probe", "--require", "sinks:flash_attn")
+    assert bad.returncode == 2
+    assert "sinks:flash_attn not in" in bad.stderr and "sinks:flash_attn_varlen_func" in bad.stderr
     assert cli.run().returncode == 2
+
+
+def test_no_gpu_runtime_library_is_told_from_a_runtime_without_a_device(cli, tmp_path):
+    """--require's reasons say which: nothing to load, or a runtime that found no GPU."""
+    report = cli.probe_json(env={"PYTHONPATH": str(tmp_path)})
+    device = report["device"]
+    if device["present"] or not all("cannot open shared object file" in a["result"] for a in device["attempts"]):
+        pytest.skip(f"a GPU runtime library loads here ({device['runtime'] or device['attempts']}); "
+                    "this case needs a machine without one")
+    assert device["attempts"], "every runtime library tried is listed"
+    assert device["reason"] == "no GPU runtime library found"

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace aiter_compat {
 
 enum class Channel { static_ast, live_import };
@@ -30,6 +32,7 @@ struct OpReading {
   std::vector<std::string> decorators;
   std::map<std::string, std::string> import_paths;  // module -> defined/alias of X/absent/...
   bool exported = false;  // reachable as aiter.<name>
+  std::string located_by;  // "known path", "name search", or "" when not found
   std::vector<ProbeError> errors;
   std::vector<std::string> notes;
 };
@@ -54,7 +57,8 @@ struct ChannelReading {
   std::optional<ProbeError> import_error;  // live: import aiter raised
 };
 
-// Parses the JSON the Python side returns; a malformed document becomes a failed reading.
+// Reads the report the Python side returns; a malformed document becomes a failed reading.
+ChannelReading parse_channel_reading(Channel channel, const nlohmann::json& doc);
 ChannelReading parse_channel_reading(Channel channel, const std::string& json_text);
 
 // The Python side behind an interface, so the core library needs no libpython: the CLI plugs

@@ -33,6 +33,7 @@ struct OpReport {
   std::optional<std::vector<Param>> params;
   std::map<std::string, std::string> import_paths;
   bool exported = false;
+  std::string located_by;  // "known path" (the op table's modules), "name search", "" when absent
   Support sinks = Support::unknown;
   std::string sinks_reason;
   std::optional<int> window_arity;  // 2 = (left, right), 3 = (left, right, sink_size)

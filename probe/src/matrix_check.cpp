@@ -1,6 +1,6 @@
+// --check-matrix: the probe against the matrix entry of the detected release.
 #include "aiter_compat/probe/requirements.hpp"
 
-#include <algorithm>
 #include <set>
 
 namespace aiter_compat {
@@ -24,24 +24,6 @@ std::string param_diff(const std::vector<std::string>& want, const std::vector<s
 }
 
 }  // namespace
-
-std::vector<std::string> unmet_requirement(const ProbeReport& report, const std::string& feature) {
-  if (feature != "sinks") return {"unknown requirement '" + feature + "' (known: sinks)"};
-  std::vector<std::string> reasons;
-  for (const auto& op : report.ops) {
-    if (op.present && op.sinks == Support::supported) return {};
-    reasons.push_back("aiter " + op.name + ": " + std::string(to_string(op.sinks)) + " (" + op.sinks_reason + ")");
-  }
-  for (const auto& k : report.fallback_kernels)
-    if (k.matches_device) return {};
-  if (!report.aiter.found) reasons.insert(reasons.begin(), "aiter: " + report.aiter.reason);
-  if (report.fallback_kernels.empty() || report.fallback_kernels.front().archs.empty())
-    reasons.push_back("fallback kernels: none built into this aiter-compat");
-  else
-    reasons.push_back("fallback kernels: none built for " +
-                      (report.device.present ? report.device.arch : "this machine (no GPU found)"));
-  return reasons;
-}
 
 std::vector<std::string> matrix_differences(const ProbeReport& report, const CompatMatrix& matrix) {
   std::vector<std::string> diffs;
