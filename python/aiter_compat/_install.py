@@ -7,10 +7,16 @@ same object (found by identity, so a different function of the same name, such a
 flash_attn_varlen_func in aiter.ops.triton.mha, is left alone). The originals are recorded in
 the extension's registry first: the AITer route calls them, never the patched names.
 
+From 0.1.10 aiter.ops.triton.unified_attention is an alias kept by AITer's compat finder, which
+executes the moved module a second time on the first import through the old path (the path vLLM
+imports from), leaving a copy holding an unpatched function. install() makes the old path name
+the module already imported (sys.modules), so every import of either path sees the route.
+
 Code that bound a name before install() ran (`from aiter import flash_attn_varlen_func` at
 import time) keeps AITer's function: install() changes modules, not other modules' copies.
 """
 import importlib
+import importlib.machinery
 import inspect
 import sys
 import threading
@@ -22,6 +28,8 @@ _lock = threading.RLock()
 _patches = {}
 # name -> module paths its original is registered under (forgotten once no patch of it is left).
 _registered = {}
+# sys.modules entries install() made: compat alias path -> the module it now names.
+_aliases = {}
 
 
 class _Patch:
@@ -48,19 +56,54 @@ def _absent(exc, module):
         (module == exc.name or module.startswith(exc.name + "."))
 
 
-def _find_original(name, modules, problems):
-    """AITer's function `name` from its first candidate module that has it, or None."""
-    for path in modules:
+def _has_own_file(path):
+    """Whether the release has a file for module `path`, asked of the path finder alone (not of
+    AITer's compat finder, which would import the module it maps the path to)."""
+    parent, _, _ = path.rpartition(".")
+    package = sys.modules.get(parent)
+    if package is None:
         try:
-            module = importlib.import_module(path)
-        except (Exception, SystemExit) as exc:  # an import may raise anything, SystemExit included
-            if not _absent(exc, path):
-                problems.append(f"{path}.{name}: import {path} failed: {_one_line(exc)}")
-            continue
-        fn = vars(module).get(name)
-        if fn is not None:
-            return _unpatched(fn)
-    return None
+            package = importlib.import_module(parent)
+        except (Exception, SystemExit):
+            return False
+    search = getattr(package, "__path__", None)
+    return search is not None and importlib.machinery.PathFinder.find_spec(path, search) is not None
+
+
+def _entry_modules(name, paths, problems):
+    """The modules at the entry point's candidate paths that hold `name`, imported where the
+    release has them. A path that is only an alias in this release (AITer's compat map from
+    0.1.10: importing aiter.ops.triton.unified_attention executes the moved module a second time,
+    an unpatched copy) is pointed at the module already imported, as sys.modules[path]."""
+    modules, first = [], None
+    for path in paths:
+        module = sys.modules.get(path)
+        if module is None and first is not None and not _has_own_file(path):
+            sys.modules[path] = first
+            _aliases[path] = first
+            module = first
+        if module is None:
+            try:
+                module = importlib.import_module(path)
+            except (Exception, SystemExit) as exc:  # an import may raise anything, SystemExit included
+                if not _absent(exc, path):
+                    problems.append(f"{path}.{name}: import {path} failed: {_one_line(exc)}")
+                continue
+        if vars(module).get(name) is not None:
+            modules.append(module)
+            first = first or module
+    return modules
+
+
+def _originals(name, modules):
+    """AITer's functions for `name` in those modules, each once (two when a compat alias made a
+    second copy of the module before install() ran)."""
+    found = []
+    for module in modules:
+        fn = _unpatched(vars(module)[name])
+        if not any(fn is f for f in found):
+            found.append(fn)
+    return found
 
 
 def _holders(name, original):
@@ -139,14 +182,12 @@ def install():
             return sorted(f"{p}.{n}" for p, n in _patches)
         before = set(_patches)
         problems = []
-        for name, modules in _ext._routed_entry_points().items():
-            original = _find_original(name, modules, problems)
-            if original is None:
-                continue
-            try:
-                _patch_entry(name, original, problems)
-            except Exception as exc:  # nothing half done: each path is set, or left, whole
-                problems.append(f"{name}: {_one_line(exc)}")
+        for name, paths in _ext._routed_entry_points().items():
+            for original in _originals(name, _entry_modules(name, paths, problems)):
+                try:
+                    _patch_entry(name, original, problems)
+                except Exception as exc:  # nothing half done: each path is set, or left, whole
+                    problems.append(f"{name}: {_one_line(exc)}")
         patched = sorted(f"{p}.{n}" for p, n in _patches)
         new = sorted(f"{p}.{n}" for p, n in set(_patches) - before)
         if new or problems:
@@ -181,6 +222,11 @@ def uninstall():
             if not any(n == name for _, n in _patches):
                 for path in _registered.pop(name):
                     _ext._forget_original(path, name)
+        if not _patches:
+            for path, module in list(_aliases.items()):
+                if sys.modules.get(path) is module:
+                    del sys.modules[path]
+                del _aliases[path]
         if left:
             _ext._log("warn", "uninstall: left as they are: " + "; ".join(left))
         return restored

@@ -5,6 +5,7 @@
 #include "py_ref.hpp"
 
 #include <memory>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 
@@ -37,7 +38,18 @@ struct State {
 State* g_state = nullptr;
 std::optional<Policy> g_policy_override;
 
+std::mutex g_state_mutex;  // one thread makes the state; taken with the GIL released (see state())
+
 State& state() {
+  if (g_state) return *g_state;
+  // The probe runs Python, which lets other threads take the GIL: without this lock, threads
+  // making their first calls at once would each probe and make a dispatcher, and all but the
+  // last would be lost (their calls uncounted). The lock is waited for with the GIL released, so
+  // the thread probing can take the GIL back.
+  std::unique_lock<std::mutex> lock(g_state_mutex, std::defer_lock);
+  Py_BEGIN_ALLOW_THREADS
+  lock.lock();
+  Py_END_ALLOW_THREADS
   if (!g_state) {
     EmbeddedPythonReader reader;
     Dispatcher::Options o;
