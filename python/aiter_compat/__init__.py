@@ -35,6 +35,9 @@ from ._aiter_compat import (  # noqa: F401
     unified_attention,
 )
 from ._install import install, uninstall  # noqa: F401
+from ._process_hooks import register as _register_process_hooks
+
+_register_process_hooks()
 
 __all__ = [
     "AiterCompatError", "explain", "flash_attn_func", "flash_attn_varlen_func", "get_policy", "merge_attn_states",

@@ -282,6 +282,19 @@ PyObject* api_routed_entry_points(PyObject*, PyObject*) {
   });
 }
 
+// The route trace's exit line, now (once per process): for exits that skip C's atexit handlers,
+// such as a multiprocessing child forked and ended with os._exit.
+PyObject* api_trace_write_counts(PyObject*, PyObject*) {
+  RouteTrace::instance().write_counts();
+  Py_RETURN_NONE;
+}
+
+// In a child just forked (os.register_at_fork): its calls count from zero.
+PyObject* api_after_fork_in_child(PyObject*, PyObject*) {
+  RouteTrace::instance().forked();
+  Py_RETURN_NONE;
+}
+
 // _log(level, text): one line through the library's logger (install() reports through it).
 PyObject* api_log(PyObject*, PyObject* args) {
   const char *level = nullptr, *text = nullptr;
@@ -356,6 +369,10 @@ PyMethodDef methods[] = {
      "calls refused with AiterCompatError)."},
     {"_routed_entry_points", api_routed_entry_points, METH_NOARGS,
      "{aiter name: [candidate modules]}: the AITer entry points install() puts the routes under."},
+    {"_trace_write_counts", api_trace_write_counts, METH_NOARGS,
+     "Writes the route trace's counts line now (once per process; AITER_COMPAT_TRACE)."},
+    {"_after_fork_in_child", api_after_fork_in_child, METH_NOARGS,
+     "In a forked child: call counts start from zero."},
     {"_log", api_log, METH_VARARGS, "_log(level, text): one line through aiter-compat's logger."},
     {"explain", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(api_explain)), METH_VARARGS | METH_KEYWORDS,
      "explain(name, **call): the route and every reason for a call, without running it."},

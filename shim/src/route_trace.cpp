@@ -94,6 +94,7 @@ void RouteTrace::attach(const Dispatcher* d) {
   std::lock_guard lock(mutex_);
   live_.push_back(d);
   front_ = d->front();
+  attached_ever_ = true;
 }
 
 void RouteTrace::detach(const Dispatcher* d) {
@@ -135,7 +136,7 @@ void RouteTrace::decided(const Dispatcher& d, const CallFeatures& f, const Route
 
 void RouteTrace::write_counts() {
   std::lock_guard lock(mutex_);
-  if (fd_ < 0 || counts_written_) return;
+  if (fd_ < 0 || counts_written_ || !attached_ever_) return;
   counts_written_ = true;
   std::vector<Retired> decisions = retired_;
   for (const Dispatcher* d : live_)
@@ -163,6 +164,13 @@ void RouteTrace::write_counts() {
                {"routes", routes},
                {"decisions", per_decision}};
   write_line(line.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+void RouteTrace::forked() {
+  for (const Dispatcher* d : live_)
+    d->for_each_route([](const CallFeatures&, const Route& r) { r.calls.clear(); });
+  for (auto& r : retired_) r.calls = 0;
+  counts_written_ = false;
 }
 
 }  // namespace aiter_compat

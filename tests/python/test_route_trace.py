@@ -155,3 +155,32 @@ def test_without_a_trace_nothing_is_written_and_stats_still_count(tmp_path):
     """, "", env={"AITER_COMPAT_TRACE": ""})
     assert json.loads(proc.stdout) == {"flash_attn_varlen_func": {"fallback varlen_fwd (cpu reference)": 7}}
     assert os.listdir(tmp_path) == []
+
+
+def test_forked_multiprocessing_children_write_their_own_counts(tmp_path):
+    """A child forked by multiprocessing ends with os._exit (no atexit handlers): it still writes
+    its counts line, counting its own calls only, under its own pid."""
+    trace = tmp_path / "trace.jsonl"
+    proc = run(str(tmp_path), """
+        import multiprocessing, os
+        import numpy as np
+        q = np.ones((3, 2, 8), np.float32); cu = np.array([0, 3], np.int32)
+        def calls(n):
+            for _ in range(n): aiter_compat.flash_attn_varlen_func(q, q, q, cu, cu, 3, 3, causal=True)
+        def child():
+            calls(2)
+            print("child", os.getpid(), json.dumps(aiter_compat.stats()), flush=True)
+        calls(3)
+        p = multiprocessing.get_context("fork").Process(target=child)
+        p.start(); p.join()
+        calls(1)
+        print("parent", os.getpid(), json.dumps(aiter_compat.stats()), flush=True)
+    """, trace)
+    seen = {kind: (int(pid), json.loads(stats)) for kind, pid, stats in
+            (line.split(" ", 2) for line in proc.stdout.splitlines())}
+    target = "fallback varlen_fwd (cpu reference)"
+    assert seen["child"][1] == {"flash_attn_varlen_func": {target: 2}}
+    assert seen["parent"][1] == {"flash_attn_varlen_func": {target: 4}}
+    counts = {w["pid"]: w["calls"] for w in lines(trace) if w["event"] == "counts"}
+    assert counts == {seen["child"][0]: 2, seen["parent"][0]: 4}
+    assert [w["event"] for w in lines(trace)].count("decision") == 1  # decided in the parent, once

@@ -45,8 +45,14 @@ class RouteTrace {
   void detach(const Dispatcher* d);  // keeps its counts for the exit line
   // One line for a route just decided (by the call that decided it).
   void decided(const Dispatcher& d, const CallFeatures& f, const Route& r);
-  // The counts line; written once per process (later calls do nothing).
+  // The counts line; written once per process (later calls do nothing), and only where a
+  // dispatcher was ever made.
   void write_counts();
+  // In a child just forked: its calls start from zero (stats() and its counts line count its own
+  // calls, not its parent's), and it writes its own counts line. Takes no lock: call it only
+  // where no other thread of the parent can have held this copy's locks at the fork (the Python
+  // module: every lock is taken with the GIL held, and fork() holds the GIL).
+  void forked();
 
  private:
   RouteTrace();
@@ -65,6 +71,7 @@ class RouteTrace {
   std::string path_;
   std::string front_;  // of the dispatchers attached (one front per copy of the core)
   bool counts_written_ = false;
+  bool attached_ever_ = false;
   int next_id_ = 1;
   std::unordered_map<const Route*, int> ids_;  // decision ids, for the exit line
   std::vector<const Dispatcher*> live_;
