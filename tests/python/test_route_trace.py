@@ -184,3 +184,23 @@ def test_forked_multiprocessing_children_write_their_own_counts(tmp_path):
     counts = {w["pid"]: w["calls"] for w in lines(trace) if w["event"] == "counts"}
     assert counts == {seen["child"][0]: 2, seen["parent"][0]: 4}
     assert [w["event"] for w in lines(trace)].count("decision") == 1  # decided in the parent, once
+
+
+def test_the_vllm_examples_simulation(tmp_path):
+    """examples/vllm/simulate_vllm_calls.py gives the trace examples/vllm/README.md shows."""
+    trace = tmp_path / "sim.jsonl"
+    env = dict(os.environ, PYTHONPATH=BUILD_PYTHON, AITER_COMPAT_LOG_LEVEL="info", PYTHONNOUSERSITE="1")
+    proc = subprocess.run([sys.executable, os.path.join(SOURCE, "examples", "vllm", "simulate_vllm_calls.py"),
+                           str(trace)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    written = lines(trace)
+    decisions = [(d["id"], d["op"], d["route"], d["features"]["window"]) for d in written if d["event"] == "decision"]
+    assert decisions == [(1, "flash_attn_varlen_func", "refused", "left set, right unbounded"),
+                         (2, "unified_attention", "aiter", "left set, right unbounded"),
+                         (3, "flash_attn_varlen_func", "refused", "none"),
+                         (4, "unified_attention", "aiter", "none")]
+    assert written[-1]["calls"] == 36 and written[-1]["routes"] == [
+        {"op": "flash_attn_varlen_func", "route": "refused", "target": "refused", "calls": 4},
+        {"op": "unified_attention", "route": "aiter", "target": "aiter.ops.triton.unified_attention.unified_attention",
+         "calls": 32}]
+    assert "install: routes put under aiter.flash_attn_func, aiter.flash_attn_varlen_func" in proc.stderr
