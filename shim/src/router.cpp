@@ -324,7 +324,10 @@ const Route& Router::route(const CallFeatures& f, bool* fresh) {
   {
     std::shared_lock lock(mutex_);
     auto it = routes_.find(f);
-    if (it != routes_.end()) return *it->second;
+    if (it != routes_.end()) {
+      if (fresh) *fresh = false;
+      return *it->second;
+    }
   }
   auto decided = std::make_unique<Route>(decide(f));
   std::unique_lock lock(mutex_);

@@ -105,7 +105,7 @@ class Router {
   Router(Capabilities caps, Policy policy);
 
   // The route for these features: decided on first sight, then looked up (shared lock only).
-  // *fresh (when given) is set to true for the one caller whose call made the decision.
+  // *fresh (when given) is set: true for the one caller whose call made the decision, else false.
   const Route& route(const CallFeatures& f, bool* fresh = nullptr);
   // The same decision, not remembered (explain, tests).
   Route decide(const CallFeatures& f) const;
