@@ -154,6 +154,16 @@ PyObject* shared_positional(PyObject* o, void*) {
   return PyLong_FromSsize_t(reinterpret_cast<PatchedFunction*>(o)->shared);
 }
 
+// Pickled by reference, as Python functions are: the original's module and qualified name, which
+// name this object while installed (pickle checks that) and AITer's function after uninstall().
+PyObject* patched_reduce(PyObject* o, PyObject*) {
+  return PyObject_GetAttrString(reinterpret_cast<PatchedFunction*>(o)->original, "__qualname__");
+}
+
+PyMethodDef patched_methods[] = {
+    {"__reduce__", patched_reduce, METH_NOARGS, "Pickled by reference (module and qualified name)."},
+    {nullptr, nullptr, 0, nullptr}};
+
 PyMemberDef patched_members[] = {
     {"__wrapped__", T_OBJECT, offsetof(PatchedFunction, original), READONLY, "The AITer function this stands in for."},
     {"__aiter_compat_original__", T_OBJECT, offsetof(PatchedFunction, original), READONLY,
@@ -249,6 +259,7 @@ int init_patching(PyObject* module) {
   PatchedFunctionType.tp_dealloc = patched_dealloc;
   PatchedFunctionType.tp_repr = patched_repr;
   PatchedFunctionType.tp_members = patched_members;
+  PatchedFunctionType.tp_methods = patched_methods;
   PatchedFunctionType.tp_getset = patched_getset;
   if (PyType_Ready(&PatchedFunctionType) < 0) return -1;
   Py_INCREF(&PatchedFunctionType);

@@ -242,3 +242,18 @@ def test_positional_arguments_past_the_release(fixture_pkg):
     """)
     assert result == {"argument": "aiter.ops.mha.flash_attn_varlen_func", "found": "37 positional arguments",
                       "needed": "at most 23 (the installed release's positional parameters)"}
+
+
+def test_patched_functions_pickle_by_reference(fixture_pkg):
+    """Engines may pickle a function reference (sending work to worker processes): the route
+    pickles as AITer's name, as the function it replaced did."""
+    site, _ = fixture_pkg("0.1.10")
+    result, _ = run(site, """
+        import copy, pickle, aiter, aiter.ops.mha as mha
+        aiter_compat.install()
+        patched = mha.flash_attn_varlen_func
+        data = pickle.dumps(patched)
+        out(same=pickle.loads(data) is patched, copied=copy.deepcopy(patched) is patched,
+            by_name=b"flash_attn_varlen_func" in data and b"aiter.ops.mha" in data)
+    """)
+    assert result == {"same": True, "copied": True, "by_name": True}
