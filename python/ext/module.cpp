@@ -38,18 +38,23 @@ struct State {
 State* g_state = nullptr;
 std::optional<Policy> g_policy_override;
 
-std::mutex g_state_mutex;  // one thread makes the state; taken with the GIL released (see state())
+// Making (or replacing) the state runs the probe, which runs Python, which lets other threads
+// take the GIL: without this lock, threads making their first calls at once would each probe and
+// make a dispatcher, and all but the last would be lost (their calls uncounted). It is waited for
+// with the GIL released, so that the thread holding it can take the GIL back.
+std::mutex g_state_mutex;
 
-State& state() {
-  if (g_state) return *g_state;
-  // The probe runs Python, which lets other threads take the GIL: without this lock, threads
-  // making their first calls at once would each probe and make a dispatcher, and all but the
-  // last would be lost (their calls uncounted). The lock is waited for with the GIL released, so
-  // the thread probing can take the GIL back.
+std::unique_lock<std::mutex> lock_state() {
   std::unique_lock<std::mutex> lock(g_state_mutex, std::defer_lock);
   Py_BEGIN_ALLOW_THREADS
   lock.lock();
   Py_END_ALLOW_THREADS
+  return lock;
+}
+
+State& state() {
+  if (g_state) return *g_state;
+  auto lock = lock_state();
   if (!g_state) {
     EmbeddedPythonReader reader;
     Dispatcher::Options o;
@@ -322,6 +327,7 @@ PyObject* api_explain(PyObject*, PyObject* args, PyObject* kwargs) {
 }
 
 void reset_state(std::optional<Policy> policy) {
+  auto lock = lock_state();
   g_policy_override = policy;
   delete g_state;  // with the GIL: its references are released here
   g_state = nullptr;
