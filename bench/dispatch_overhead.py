@@ -5,7 +5,8 @@ function directly in the same run (goal: under 1 microsecond, median).
 The AITer here is the fixture package of a matrix entry (default main), whose functions only
 record their arguments, and the tensors are stand-ins with shape, dtype and __dlpack_device__:
 so the difference between the two timings is the shim alone (binding the call, reading the
-features, looking the route up, forwarding by keyword).
+features, looking the route up, forwarding by keyword). The last columns time the same calls
+through AITer's own names after aiter_compat.install() (what an unmodified engine calls).
 
     bench/dispatch_overhead.py [--release main] [--calls 20000] [--repeats 15] [--json OUT]
 """
@@ -45,7 +46,21 @@ for name, op, kwargs in [("flash_attn_varlen_func (vLLM prefill, sinks)", "flash
         clear()
         t_ours.append(min(timeit.repeat(lambda: ours(**kwargs), number=calls, repeat=1)) / calls * 1e9)
     rows[name] = {"direct_ns": statistics.median(t_direct), "aiter_compat_ns": statistics.median(t_ours),
-                  "added_ns": statistics.median(o - d for o, d in zip(t_ours, t_direct))}
+                  "added_ns": statistics.median(o - d for o, d in zip(t_ours, t_direct)),
+                  "op": op, "kwargs": kwargs, "t_direct": t_direct}
+# The same calls through AITer's own names after install() (what an unmodified engine calls).
+aiter_compat.install()
+for name, row in rows.items():
+    op, kwargs, t_direct = row.pop("op"), row.pop("kwargs"), row.pop("t_direct")
+    module = aiter if op != "unified_attention" else __import__(
+        "aiter.ops.triton.attention.unified_attention", fromlist=[op])
+    patched = getattr(module, op)
+    t_patched = []
+    for _ in range(repeats):
+        aiter.CALLS.clear()
+        t_patched.append(min(timeit.repeat(lambda: patched(**kwargs), number=calls, repeat=1)) / calls * 1e9)
+    row["installed_ns"] = statistics.median(t_patched)
+    row["installed_added_ns"] = statistics.median(p - d for p, d in zip(t_patched, t_direct))
 print(json.dumps(rows))
 '''
 
@@ -70,9 +85,11 @@ def main():
         sys.exit(proc.stderr)
     rows = json.loads(proc.stdout)
     print(f"AITer fixture {args.release}; medians of {args.repeats} runs of {args.calls} calls")
-    print(f"{'call':48s} {'direct ns':>10s} {'via shim ns':>12s} {'added ns':>9s}")
+    print(f"{'call':48s} {'direct ns':>10s} {'via shim ns':>12s} {'added ns':>9s} {'installed ns':>13s} "
+          f"{'added ns':>9s}")
     for name, r in rows.items():
-        print(f"{name:48s} {r['direct_ns']:10.0f} {r['aiter_compat_ns']:12.0f} {r['added_ns']:9.0f}")
+        print(f"{name:48s} {r['direct_ns']:10.0f} {r['aiter_compat_ns']:12.0f} {r['added_ns']:9.0f} "
+              f"{r['installed_ns']:13.0f} {r['installed_added_ns']:9.0f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"release": args.release, "rows": rows}, f, indent=2)

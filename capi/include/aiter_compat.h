@@ -140,6 +140,12 @@ AITER_COMPAT_API aiter_compat_status aiter_compat_explain_paged(const aiter_comp
 AITER_COMPAT_API aiter_compat_status aiter_compat_explain_decode(const aiter_compat_decode_args* args, char* buffer, size_t size);
 AITER_COMPAT_API aiter_compat_status aiter_compat_explain_merge(const aiter_compat_merge_args* args, char* buffer, size_t size);
 
+/* Calls per operation and route target since the dispatcher was made (the first call, or the
+ * last aiter_compat_set_policy), as JSON: {"op": {"target": calls}}, target "refused" for calls
+ * no route took. INVALID_ARGUMENT when the text does not fit in size bytes (the message gives
+ * the size needed); nothing is written then. Counting costs each call one atomic increment. */
+AITER_COMPAT_API aiter_compat_status aiter_compat_stats(char* buffer, size_t size);
+
 /* "auto", "prefer-fallback" or "aiter-only"; NULL restores AITER_COMPAT_POLICY or auto. */
 AITER_COMPAT_API aiter_compat_status aiter_compat_set_policy(const char* policy);
 AITER_COMPAT_API const char* aiter_compat_last_error(void);

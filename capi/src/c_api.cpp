@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 
+#include <nlohmann/json.hpp>
+
 #include "aiter_call.hpp"
 #include "aiter_compat/shim/dispatch.hpp"
 #include "aiter_compat/shim/errors.hpp"
@@ -33,6 +35,7 @@ std::shared_ptr<Dispatcher> dispatcher() {
     o.python = &reader;
     o.policy = g_policy;
     o.aiter_problem = torch_problem;  // AITer's entry points take torch tensors
+    o.front = "c";
     g_dispatcher = std::make_shared<Dispatcher>(o);
   }
   return g_dispatcher;
@@ -65,8 +68,8 @@ aiter_compat_status run(CCallArgs call) {
     AiterOutcome outcome = call_aiter(route->module, route->function, call.aiter_keywords(*route), call.lse());
     if (outcome.error.empty()) return AITER_COMPAT_OK;
     if (!outcome.unreachable) return fail(AITER_COMPAT_AITER_FAILED, route->target + " raised " + outcome.error);
-    d->disable_aiter(outcome.error);  // AITer's module could not be imported: route around it from now on
-    route = &d->route(f);
+    // AITer's module could not be imported: route around it from now on.
+    route = &d->reroute_without_aiter(f, *route, outcome.error);
   }
   if (route->kind == RouteKind::refused) throw RouteError(to_string(f.op), f.describe(), route->candidates);
   run_fallback(*route, call, f);
@@ -102,6 +105,19 @@ using namespace aiter_compat::capi;
 extern "C" int aiter_compat_abi_version(void) { return AITER_COMPAT_ABI_VERSION; }
 
 extern "C" const char* aiter_compat_last_error(void) { return g_last_error.c_str(); }
+
+extern "C" aiter_compat_status aiter_compat_stats(char* buffer, size_t size) {
+  return guarded([&] {
+    nlohmann::ordered_json counts = nlohmann::ordered_json::object();
+    for (const auto& c : dispatcher()->stats()) counts[to_string(c.op)][c.target] = c.calls;
+    const std::string text = counts.dump();
+    if (!buffer || size < text.size() + 1)
+      throw ArgumentError("buffer", std::to_string(buffer ? size : 0) + " bytes",
+                          "at least " + std::to_string(text.size() + 1) + " bytes for the stats' JSON");
+    std::memcpy(buffer, text.c_str(), text.size() + 1);
+    return AITER_COMPAT_OK;
+  });
+}
 
 extern "C" aiter_compat_status aiter_compat_set_policy(const char* text) {
   return guarded([&] {

@@ -2,6 +2,7 @@
 # AITer's Python entry points take, and calls them by keyword.
 import importlib
 import importlib.util
+import sys
 
 
 class Borrowed:
@@ -35,9 +36,17 @@ class Unreachable(Exception):
     """AITer's module or function could not be had: the caller routes around AITer."""
 
 
+def _original(module, name, fn):
+    """AITer's own function, even where aiter_compat.install() patched the name (calling the patch
+    would route the call a second time, through the Python module's dispatcher)."""
+    ext = sys.modules.get("aiter_compat._aiter_compat")
+    registered = ext.original_of(module, name) if ext is not None else None
+    return registered if registered is not None else getattr(fn, "__aiter_compat_original__", fn)
+
+
 def call(module, name, kwargs, lse_out):
     try:
-        fn = getattr(importlib.import_module(module), name)
+        fn = _original(module, name, getattr(importlib.import_module(module), name))
     except Exception as e:  # an import that raises anything leaves AITer unusable here
         raise Unreachable(f"import {module} failed: {type(e).__name__}: {e}") from e
     result = fn(**kwargs)

@@ -8,8 +8,14 @@ AiterCompatError listing every candidate route and why it was refused; never a T
 a keyword an old release lacks, never a result that silently ignored the sinks.
 
 probe() describes the install, routes() shows the decisions so far, explain(name, **call) shows
-the decision for a call without running it. AITER_COMPAT_POLICY (auto, prefer-fallback,
-aiter-only) or set_policy() chooses between AITer and the fallbacks.
+the decision for a call without running it, stats() counts the calls per route.
+AITER_COMPAT_POLICY (auto, prefer-fallback, aiter-only) or set_policy() chooses between AITer
+and the fallbacks. AITER_COMPAT_TRACE=FILE writes each new route decision, and the counts at
+exit, as JSON lines (docs/trace.md).
+
+install() puts the same routing under AITer's own names (aiter.flash_attn_varlen_func, ...), for
+engines that call AITer directly; uninstall() puts AITer's functions back. The vLLM plugin
+(aiter_compat.vllm_plugin) calls install() in every vLLM process.
 
 `aiter-compat` (the console script) and `python -m aiter_compat` run the command line.
 """
@@ -25,12 +31,18 @@ from ._aiter_compat import (  # noqa: F401
     reset,
     routes,
     set_policy,
+    stats,
     unified_attention,
 )
+from ._install import install, uninstall  # noqa: F401
+from ._process_hooks import register as _register_process_hooks
+
+_register_process_hooks()
 
 __all__ = [
     "AiterCompatError", "explain", "flash_attn_func", "flash_attn_varlen_func", "get_policy", "merge_attn_states",
-    "paged_attention_decode", "probe", "reset", "routes", "set_policy", "unified_attention",
+    "install", "paged_attention_decode", "probe", "reset", "routes", "set_policy", "stats", "uninstall",
+    "unified_attention",
 ]
 
 

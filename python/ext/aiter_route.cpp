@@ -1,5 +1,6 @@
 #include "aiter_route.hpp"
 
+#include "aiter_patch.hpp"
 #include "embedded_python_reader.hpp"
 
 namespace aiter_compat::py {
@@ -8,11 +9,18 @@ PyObject* AiterCalls::call(const Route& route, const PyCallArgs& args, std::stri
   auto it = bindings_.find(&route);
   if (it == bindings_.end()) {
     Binding b;
-    Ref module(PyImport_ImportModule(route.module.c_str()));
-    if (module) b.function = Ref(PyObject_GetAttrString(module.get(), route.function.c_str()));
-    if (!b.function) {
-      *unreachable = "import " + route.module + " failed: " + fetch_python_error();
-      return nullptr;
+    // AITer's own function: the one install() recorded, else the module's attribute (unwrapped
+    // if it is a patch): never a patched name, which would route the call back here.
+    if (PyObject* original = registered_original(route.module, route.function)) {
+      b.function = Ref::borrow(original);
+    } else {
+      Ref module(PyImport_ImportModule(route.module.c_str()));
+      if (module) b.function = Ref(PyObject_GetAttrString(module.get(), route.function.c_str()));
+      if (!b.function) {
+        *unreachable = "import " + route.module + " failed: " + fetch_python_error();
+        return nullptr;
+      }
+      b.function = Ref::borrow(unpatched(b.function.get()));
     }
     const OpSignature& sig = args.signature();
     b.kwnames = check(PyTuple_New(static_cast<Py_ssize_t>(route.aiter_params.size())));

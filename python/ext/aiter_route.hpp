@@ -1,7 +1,8 @@
 #pragma once
 // The AITer route of the Python module: AITer's function, bound once per route (the function
 // object and the tuple of keyword names the route passes), called with the caller's own objects
-// by keyword. window_size is rebuilt only where the release wants another arity.
+// by keyword. window_size is rebuilt only where the release wants another arity. The function is
+// AITer's original even after install() patched its name (aiter_patch.hpp).
 #include "py_ref.hpp"
 
 #include <string>

@@ -5,15 +5,20 @@
 #include "py_ref.hpp"
 
 #include <memory>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 
+#include "aiter_compat/probe/op_table.hpp"
 #include "aiter_compat/probe/render.hpp"
 #include "aiter_compat/shim/dispatch.hpp"
 #include "aiter_compat/shim/errors.hpp"
+#include "aiter_compat/shim/log.hpp"
+#include "aiter_patch.hpp"
 #include "aiter_route.hpp"
 #include "call_binding.hpp"
 #include "cli_entry.hpp"
+#include "dispatch_entry.hpp"
 #include "embedded_python_reader.hpp"
 #include "py_call_args.hpp"
 #include "py_tensors.hpp"
@@ -33,7 +38,23 @@ struct State {
 State* g_state = nullptr;
 std::optional<Policy> g_policy_override;
 
+// Making (or replacing) the state runs the probe, which runs Python, which lets other threads
+// take the GIL: without this lock, threads making their first calls at once would each probe and
+// make a dispatcher, and all but the last would be lost (their calls uncounted). It is waited for
+// with the GIL released, so that the thread holding it can take the GIL back.
+std::mutex g_state_mutex;
+
+std::unique_lock<std::mutex> lock_state() {
+  std::unique_lock<std::mutex> lock(g_state_mutex, std::defer_lock);
+  Py_BEGIN_ALLOW_THREADS
+  lock.lock();
+  Py_END_ALLOW_THREADS
+  return lock;
+}
+
 State& state() {
+  if (g_state) return *g_state;
+  auto lock = lock_state();
   if (!g_state) {
     EmbeddedPythonReader reader;
     Dispatcher::Options o;
@@ -54,6 +75,8 @@ void set_attr(PyObject* exc, const char* name, PyObject* owned) {
   PyErr_Clear();
 }
 
+}  // namespace
+
 PyObject* raise_argument_error(const ArgumentError& e) {
   Ref exc(PyObject_CallFunction(g_error, "s", e.what()));
   if (!exc) return nullptr;
@@ -63,6 +86,8 @@ PyObject* raise_argument_error(const ArgumentError& e) {
   PyErr_SetObject(g_error, exc.get());
   return nullptr;
 }
+
+namespace {
 
 PyObject* candidates_list(const std::vector<Candidate>& cands) {
   PyObject* list = PyList_New(0);
@@ -156,6 +181,8 @@ PyObject* take_stream(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
   return kept_names.get();
 }
 
+}  // namespace
+
 PyObject* dispatch(OpId op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
     std::vector<PyObject*> kept;
@@ -173,13 +200,14 @@ PyObject* dispatch(OpId op, PyObject* const* args, Py_ssize_t nargs, PyObject* k
       std::string unreachable;
       if (PyObject* result = s.aiter.call(*route, call_args, &unreachable)) return result;
       if (unreachable.empty()) return nullptr;  // AITer ran and raised: its error stands
-      s.dispatcher->disable_aiter(unreachable);
-      route = &s.dispatcher->route(f);
+      route = &s.dispatcher->reroute_without_aiter(f, *route, unreachable);
     }
     if (route->kind == RouteKind::refused) throw RouteError(to_string(op), f.describe(), route->candidates);
     return returned(run_fallback(*route, call_args, f), call_args);
   });
 }
+
+namespace {
 
 #define ENTRY(op)                                                                                  \
   PyObject* entry_##op(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {  \
@@ -199,16 +227,10 @@ PyObject* json_to_python(const nlohmann::json& j) {
 }
 
 PyObject* route_dict(const CallFeatures& f, const Route& r) {
-  std::string kernel;
-  for (const auto& k : r.kernels)
-    if (k.accepted) {
-      kernel = k.name;
-      break;
-    }
-  return Py_BuildValue("{s:s,s:s,s:s,s:s,s:N,s:N,s:N}", "op", to_string(f.op).c_str(), "route",
-                       to_string(r.kind).c_str(), "target", r.target.c_str(), "kernel", kernel.c_str(), "features",
+  return Py_BuildValue("{s:s,s:s,s:s,s:s,s:N,s:N,s:N,s:K}", "op", to_string(f.op).c_str(), "route",
+                       to_string(r.kind).c_str(), "target", r.target.c_str(), "kernel", r.kernel().c_str(), "features",
                        rows_list(f.describe()), "candidates", candidates_list(r.candidates), "kernels",
-                       candidates_list(r.kernels));
+                       candidates_list(r.kernels), "calls", static_cast<unsigned long long>(r.calls.value()));
 }
 
 PyObject* api_probe(PyObject*, PyObject*) {
@@ -225,6 +247,65 @@ PyObject* api_routes(PyObject*, PyObject*) {
     }
     return list;
   });
+}
+
+// {op: {target: calls}} since the dispatch state was made (the last reset() or set_policy()).
+PyObject* api_stats(PyObject*, PyObject*) {
+  return guarded([]() -> PyObject* {
+    Ref out(check(PyDict_New()));
+    for (const auto& c : state().dispatcher->stats()) {
+      const std::string op = to_string(c.op);
+      PyObject* per_op = PyDict_GetItemString(out.get(), op.c_str());  // borrowed
+      if (!per_op) {
+        Ref fresh(check(PyDict_New()));
+        if (PyDict_SetItemString(out.get(), op.c_str(), fresh.get()) < 0) throw PythonErrorSet{};
+        per_op = fresh.get();
+      }
+      Ref calls(check(PyLong_FromUnsignedLongLong(c.calls)));
+      if (PyDict_SetItemString(per_op, c.target.c_str(), calls.get()) < 0) throw PythonErrorSet{};
+    }
+    return out.release();
+  });
+}
+
+// {aiter name: [candidate modules, newest first]} for every AITer entry point the routes serve:
+// what install() patches (the probe's own table, so both look in the same places).
+PyObject* api_routed_entry_points(PyObject*, PyObject*) {
+  return guarded([]() -> PyObject* {
+    Ref out(check(PyDict_New()));
+    for (const auto& sig : all_signatures()) {
+      const OpSpec* spec = sig.aiter_name.empty() ? nullptr : find_op(sig.aiter_name);
+      if (!spec) continue;
+      Ref modules(check(PyList_New(0)));
+      for (const auto& m : spec->modules) {
+        Ref text(check(PyUnicode_FromString(m.c_str())));
+        if (PyList_Append(modules.get(), text.get()) < 0) throw PythonErrorSet{};
+      }
+      if (PyDict_SetItemString(out.get(), sig.aiter_name.c_str(), modules.get()) < 0) throw PythonErrorSet{};
+    }
+    return out.release();
+  });
+}
+
+// The route trace's exit line, now (once per process): for exits that skip C's atexit handlers,
+// such as a multiprocessing child forked and ended with os._exit.
+PyObject* api_trace_write_counts(PyObject*, PyObject*) {
+  RouteTrace::instance().write_counts();
+  Py_RETURN_NONE;
+}
+
+// In a child just forked (os.register_at_fork): its calls count from zero.
+PyObject* api_after_fork_in_child(PyObject*, PyObject*) {
+  RouteTrace::instance().forked();
+  Py_RETURN_NONE;
+}
+
+// _log(level, text): one line through the library's logger (install() reports through it).
+PyObject* api_log(PyObject*, PyObject* args) {
+  const char *level = nullptr, *text = nullptr;
+  if (!PyArg_ParseTuple(args, "ss", &level, &text)) return nullptr;
+  log().log(spdlog::level::from_str(level), "{}", text);
+  Py_RETURN_NONE;
 }
 
 PyObject* api_explain(PyObject*, PyObject* args, PyObject* kwargs) {
@@ -246,6 +327,7 @@ PyObject* api_explain(PyObject*, PyObject* args, PyObject* kwargs) {
 }
 
 void reset_state(std::optional<Policy> policy) {
+  auto lock = lock_state();
   g_policy_override = policy;
   delete g_state;  // with the GIL: its references are released here
   g_state = nullptr;
@@ -287,7 +369,17 @@ PyMethodDef methods[] = {
      "merge_attn_states(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None, sinks=None): "
      "merges two partial attention states (computed without sinks) and adds the sink once."},
     {"probe", api_probe, METH_NOARGS, "The probe's report of the install, as a dict."},
-    {"routes", api_routes, METH_NOARGS, "The routes decided so far, with their features and candidates."},
+    {"routes", api_routes, METH_NOARGS, "The routes decided so far, with their features, candidates and calls."},
+    {"stats", api_stats, METH_NOARGS,
+     "Calls per operation and route target since the last reset(): {op: {target: calls}} (target 'refused' for "
+     "calls refused with AiterCompatError)."},
+    {"_routed_entry_points", api_routed_entry_points, METH_NOARGS,
+     "{aiter name: [candidate modules]}: the AITer entry points install() puts the routes under."},
+    {"_trace_write_counts", api_trace_write_counts, METH_NOARGS,
+     "Writes the route trace's counts line now (once per process; AITER_COMPAT_TRACE)."},
+    {"_after_fork_in_child", api_after_fork_in_child, METH_NOARGS,
+     "In a forked child: call counts start from zero."},
+    {"_log", api_log, METH_VARARGS, "_log(level, text): one line through aiter-compat's logger."},
     {"explain", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(api_explain)), METH_VARARGS | METH_KEYWORDS,
      "explain(name, **call): the route and every reason for a call, without running it."},
     {"set_policy", api_set_policy, METH_O, "set_policy('auto' | 'prefer-fallback' | 'aiter-only')"},
@@ -323,5 +415,9 @@ PyMODINIT_FUNC PyInit__aiter_compat() {
   }
   init_call_binding();
   init_tensors();
+  if (init_patching(m) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
   return m;
 }

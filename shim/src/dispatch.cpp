@@ -14,7 +14,7 @@ Policy policy_from_environment() {
   return Policy::automatic;
 }
 
-Dispatcher::Dispatcher(const Options& options) {
+Dispatcher::Dispatcher(const Options& options) : front_(options.front) {
   report_ = run_probe(options.probe, *options.python);
   std::string source, warning;
   const CompatMatrix& matrix = load_matrix("", &source, &warning);
@@ -30,10 +30,16 @@ Dispatcher::Dispatcher(const Options& options) {
              router.capabilities().aiter_found ? router.capabilities().aiter_label : std::string("no AITer"),
              to_string(router.policy()), ops.empty() ? "none" : ops,
              report_.device.present ? report_.device.arch : "none");
+  RouteTrace::instance().attach(this);
 }
 
+Dispatcher::~Dispatcher() { RouteTrace::instance().detach(this); }
+
 const Route& Dispatcher::route(const CallFeatures& f) {
-  const Route& r = router().route(f);
+  bool fresh = false;
+  const Route& r = router().route(f, &fresh);
+  r.calls.add();
+  if (fresh) RouteTrace::instance().decided(*this, f, r);
   if (r.rerouted && !warned_[static_cast<int>(f.op)]) {
     std::lock_guard lock(mutex_);
     if (!warned_[static_cast<int>(f.op)]) {
@@ -55,6 +61,23 @@ void Dispatcher::disable_aiter(const std::string& why) {
   router_.store(routers_.back().get(), std::memory_order_release);
   for (bool& w : warned_) w = false;
   log().warn("AITer is routed around from now on: {}", why);
+}
+
+const Route& Dispatcher::reroute_without_aiter(const CallFeatures& f, const Route& failed, const std::string& why) {
+  failed.calls.take_back();  // the call did not run there
+  disable_aiter(why);
+  return route(f);
+}
+
+void Dispatcher::for_each_route(const std::function<void(const CallFeatures&, const Route&)>& visit) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& router : routers_) router->for_each_route(visit);
+}
+
+std::vector<RouteCount> Dispatcher::stats() const {
+  std::vector<RouteCount> counts;
+  for_each_route([&](const CallFeatures& f, const Route& r) { add_count(counts, f.op, r.kind, r.target, r.calls.value()); });
+  return counts;
 }
 
 }  // namespace aiter_compat

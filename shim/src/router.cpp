@@ -307,16 +307,38 @@ Route Router::decide(const CallFeatures& f) const {
   return r;
 }
 
-const Route& Router::route(const CallFeatures& f) {
+std::string Route::kernel() const {
+  switch (kind) {
+    case RouteKind::aiter: return target;
+    case RouteKind::fallback_cpu: return gpu::kernel_row(gpu::KernelId::cpu_reference).name;
+    case RouteKind::fallback_gpu:
+      for (const auto& k : kernels)
+        if (k.accepted) return k.name;
+      return "";
+    case RouteKind::refused: return "";
+  }
+  return "";
+}
+
+const Route& Router::route(const CallFeatures& f, bool* fresh) {
   {
     std::shared_lock lock(mutex_);
     auto it = routes_.find(f);
-    if (it != routes_.end()) return *it->second;
+    if (it != routes_.end()) {
+      if (fresh) *fresh = false;
+      return *it->second;
+    }
   }
   auto decided = std::make_unique<Route>(decide(f));
   std::unique_lock lock(mutex_);
   auto [it, inserted] = routes_.emplace(f, std::move(decided));
+  if (fresh) *fresh = inserted;  // two threads may decide the same features: one inserts
   return *it->second;  // routes never move: callers may keep the reference
+}
+
+void Router::for_each_route(const std::function<void(const CallFeatures&, const Route&)>& visit) const {
+  std::shared_lock lock(mutex_);
+  for (const auto& [f, r] : routes_) visit(f, *r);
 }
 
 std::vector<std::pair<CallFeatures, Route>> Router::decided() const {

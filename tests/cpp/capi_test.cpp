@@ -6,6 +6,8 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "aiter_compat.h"
 #include "host_tensor.hpp"
 #include "reference_attention.hpp"
@@ -133,4 +135,37 @@ TEST(CApi, FirstUseFromManyThreadsProbesOnceAndAgrees) {
     cpu::varlen_attention(a);
     EXPECT_EQ(c.out.bytes, want.bytes) << "thread " << t;
   }
+}
+
+namespace {
+
+uint64_t cpu_varlen_calls() {
+  char buffer[4096];
+  EXPECT_EQ(aiter_compat_stats(buffer, sizeof buffer), AITER_COMPAT_OK) << aiter_compat_last_error();
+  auto j = nlohmann::json::parse(buffer);
+  auto op = j.find("flash_attn_varlen_func");
+  if (op == j.end()) return 0;
+  auto target = op->find("fallback varlen_fwd (cpu reference)");
+  return target == op->end() ? 0 : target->get<uint64_t>();
+}
+
+}  // namespace
+
+TEST(CApi, StatsCountEveryCallOfARoute) {
+  const uint64_t before = cpu_varlen_calls();
+  VarlenCase c;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(aiter_compat_varlen_attention(&c.args, nullptr), AITER_COMPAT_OK);
+  std::thread other([&] { ASSERT_EQ(aiter_compat_varlen_attention(&c.args, nullptr), AITER_COMPAT_OK); });
+  other.join();
+  EXPECT_EQ(cpu_varlen_calls(), before + 4);
+  // explain decides without running: not a call.
+  char text[8192];
+  ASSERT_EQ(aiter_compat_explain_varlen(&c.args, text, sizeof text), AITER_COMPAT_OK);
+  EXPECT_EQ(cpu_varlen_calls(), before + 4);
+
+  char small[4];
+  EXPECT_EQ(aiter_compat_stats(small, sizeof small), AITER_COMPAT_INVALID_ARGUMENT);
+  const std::string msg = aiter_compat_last_error();
+  EXPECT_EQ(msg.rfind("buffer: found 4 bytes, needed at least ", 0), 0u) << msg;
+  EXPECT_EQ(aiter_compat_stats(nullptr, 100), AITER_COMPAT_INVALID_ARGUMENT);
 }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "aiter_compat/probe/probe.hpp"
@@ -139,6 +140,28 @@ TEST(Router, DecidesOncePerFeatureSetAcrossThreads) {
   for (auto& t : threads) t.join();
   for (const Route* r : seen) EXPECT_EQ(r, seen[0]);
   EXPECT_EQ(router.decided().size(), 1u);
+}
+
+// The trace writes one line per decision: exactly one of the threads deciding the same features
+// at once is told it made the decision.
+TEST(Router, ExactlyOneCallerIsToldItDecided) {
+  Router router(caps_for("0.1.12", "gfx942"), Policy::automatic);
+  std::atomic<int> fresh_count{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&] {
+      bool fresh = false;
+      const Route& r = router.route(vllm_prefill(true), &fresh);
+      r.calls.add();
+      if (fresh) ++fresh_count;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(fresh_count.load(), 1);
+  bool fresh = true;
+  const Route& r = router.route(vllm_prefill(true), &fresh);
+  EXPECT_FALSE(fresh);
+  EXPECT_EQ(r.calls.value(), 16u);
+  EXPECT_EQ(router.decided().front().second.calls.value(), 16u);  // copies carry the count
 }
 
 TEST(Router, GpuKernelLimitsAreReasons) {

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import SOURCE
+from conftest import BUILD_PYTHON, SOURCE
 
 LIB = os.environ.get("AITER_COMPAT_CAPI", os.path.join(SOURCE, "build", "libaiter_compat.so"))
 
@@ -46,17 +46,23 @@ cu = np.array([0, 8], np.int32)
 sinks = np.zeros(64, np.float32) if sys.argv[2] == "sinks" else None
 args = VarlenArgs(dl(q, 4, 16), dl(k, 4, 16), dl(v, 4, 16), dl(cu, 0, 32), dl(cu, 0, 32),
                   dl(sinks, 2, 32) if sinks is not None else None, dl(out, 4, 16), None, 8, 8, 0.125, 1, 127, 0, 0.0)
+installed = sys.argv[3] == "install"
+if installed:  # the Python module's routes under AITer's names, in the same process
+    import aiter_compat
+    aiter_compat.install()
 status = lib.aiter_compat_varlen_attention(ctypes.byref(args), None)
 import aiter
 calls = [(name, sorted(kw), list(kw.get("window_size", ()))) for name, kw in aiter.CALLS]
-print(json.dumps({"status": status, "error": lib.aiter_compat_last_error().decode(), "calls": calls}))
+print(json.dumps({"status": status, "error": lib.aiter_compat_last_error().decode(), "calls": calls,
+                  "python_module_calls": aiter_compat.stats() if installed else None}))
 '''
 
 
-def run(site, mode):
-    env = dict(os.environ, PYTHONPATH=site, AITER_COMPAT_LOG_LEVEL="off", PYTHONNOUSERSITE="1")
-    proc = subprocess.run([sys.executable, "-c", CHILD, LIB, mode], capture_output=True, text=True, env=env,
-                          timeout=60)
+def run(site, mode, install=False):
+    path = os.pathsep.join([BUILD_PYTHON, site]) if install else site
+    env = dict(os.environ, PYTHONPATH=path, AITER_COMPAT_LOG_LEVEL="off", PYTHONNOUSERSITE="1")
+    proc = subprocess.run([sys.executable, "-c", CHILD, LIB, mode, "install" if install else "-"], capture_output=True,
+                          text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -95,3 +101,12 @@ def test_capi_without_torch_says_why(fixture_pkg):
     r = run(site, "sinks")
     assert r["status"] == 2
     assert "torch cannot be imported here" in r["error"]
+
+
+def test_capi_calls_aiters_original_after_install(site_with_torch_stub):
+    """aiter_compat.install() in the same process: the C API's AITer route calls AITer's own
+    function once, not the patched name (which would dispatch the call again in the Python module)."""
+    r = run(site_with_torch_stub("0.1.12"), "sinks", install=True)
+    assert r["status"] == 0, r["error"]
+    assert [name for name, _, _ in r["calls"]] == ["flash_attn_varlen_func"]
+    assert r["python_module_calls"] == {}

@@ -1,6 +1,7 @@
 """`pip install .`'s wheel installs the aiter_compat module and the aiter-compat command into a
 fresh virtual environment. The session's wheel (`pip wheel .`, pip's build step of `pip install
 .`) is installed rather than building a second time."""
+import json
 import os
 import subprocess
 
@@ -26,3 +27,50 @@ def test_pip_install_into_a_venv(built_wheel, tmp_path):
     for argv in ([str(script), "--version"], [python, "-m", "aiter_compat", "--version"]):
         proc = subprocess.run(argv, capture_output=True, text=True, cwd=str(tmp_path), env=env)
         assert proc.returncode == 0 and proc.stdout.startswith("aiter-compat "), proc.stdout + proc.stderr
+
+
+PLUGIN_CALL = """
+import importlib.metadata as md, json, sys
+import vllm_calls
+(ep,) = [e for e in md.entry_points(group="vllm.general_plugins") if e.name == "aiter_compat"]
+installed = ep.load()()  # what vLLM's load_general_plugins does
+import aiter
+from aiter_compat._aiter_compat import PatchedFunction
+patched = isinstance(aiter.flash_attn_varlen_func, PatchedFunction)
+result = None
+try:
+    result = repr(aiter.flash_attn_varlen_func(**vllm_calls.prefill(False)))  # sink_ptr=None, as vLLM passes
+except TypeError as e:
+    result = "TypeError: " + str(e)
+print(json.dumps({"value": ep.value, "dist": ep.dist.name if ep.dist else None, "installed": installed,
+                  "patched": patched, "result": result}))
+"""
+
+
+@pytest.mark.parametrize("flag", [None, "0"])
+def test_vllm_plugin_entry_point(built_wheel, fixture_pkg, tmp_path, flag):
+    """The installed package's entry point in vllm.general_plugins, found and loaded through
+    importlib.metadata as vLLM does, puts the routes under an old AITer (0.1.9, no sink_ptr);
+    AITER_COMPAT_INSTALL=0 leaves AITer as it is."""
+    site, _ = fixture_pkg("0.1.9")
+    venv = tmp_path / "venv"
+    python = make_venv(venv, system_site_packages=True)
+    run_pip(python, "install", "-q", "--no-index", "--no-deps", built_wheel)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, AITER_COMPAT_LOG_LEVEL="info", PYTHONPATH=os.pathsep.join([site, tests]),
+               PYTHONNOUSERSITE="1")
+    env.pop("AITER_COMPAT_INSTALL", None)
+    if flag is not None:
+        env["AITER_COMPAT_INSTALL"] = flag
+    proc = subprocess.run([python, "-c", PLUGIN_CALL], capture_output=True, text=True, cwd=str(tmp_path), env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["value"] == "aiter_compat.vllm_plugin:register" and got["dist"] == "aiter-compat"
+    if flag is None:
+        assert got["patched"] and "aiter.flash_attn_varlen_func" in got["installed"]
+        assert got["result"] == "('called', 'flash_attn_varlen_func')"
+        assert "install: routes put under" in proc.stderr
+    else:
+        assert not got["patched"] and got["installed"] == []
+        assert got["result"].startswith("TypeError") and "sink_ptr" in got["result"]  # AITer as it is
+        assert "AITER_COMPAT_INSTALL=0: AITer's entry points left as they are" in proc.stderr

@@ -70,24 +70,33 @@ CALLS = {
 }
 
 
+def call_record(fn, kwargs, args=()):
+    """Calls fn(*args, **kwargs) and describes the outcome: the route, what reached AITer (the
+    fixture records it), or the error."""
+    record = {}
+    try:
+        result = fn(*args, **kwargs)
+        import aiter  # imported by the AITer route
+        called, received = aiter.CALLS.pop()
+        given = dict(kwargs)
+        record.update(route="aiter", called=called, result=repr(result),
+                      received=sorted(received),
+                      window=list(received.get("window_size") or []),
+                      same_objects=all(received[key] is given[key] for key in received
+                                       if key != "window_size" and key in given),
+                      left_over=len(aiter.CALLS))  # AITer reached more than once: a recursion
+    except aiter_compat.AiterCompatError as e:
+        record.update(route="error", candidates=getattr(e, "candidates", None), argument=getattr(e, "argument", None),
+                      message=str(e))
+    except TypeError as e:  # the one thing that must never happen
+        record.update(route="TypeError", error=str(e))
+    return record
+
+
 def main():
-    aiter = None
     for name, (op, make) in CALLS.items():
-        kwargs = make()
         record = {"call": name, "op": op}
-        try:
-            result = getattr(aiter_compat, op)(**kwargs)
-            import aiter  # imported by the AITer route
-            aiter = aiter
-            called, received = aiter.CALLS.pop()
-            record.update(route="aiter", called=called, result=repr(result),
-                          received=sorted(received),
-                          window=list(received.get("window_size") or []),
-                          same_objects=all(received[key] is kwargs[key] for key in received if key != "window_size"))
-        except aiter_compat.AiterCompatError as e:
-            record.update(route="error", candidates=getattr(e, "candidates", None), argument=getattr(e, "argument", None))
-        except TypeError as e:  # the one thing that must never happen
-            record.update(route="TypeError", error=str(e))
+        record.update(call_record(getattr(aiter_compat, op), make()))
         print(json.dumps(record))
     sys.stdout.flush()
 

@@ -14,6 +14,7 @@
 #include "aiter_compat/gpu_runtime/kernel_table.hpp"
 #include "aiter_compat/probe/probe.hpp"
 #include "aiter_compat/shim/call_args.hpp"
+#include "aiter_compat/shim/route_trace.hpp"
 #include "aiter_compat/shim/router.hpp"
 
 namespace aiter_compat {
@@ -26,24 +27,40 @@ class Dispatcher {
     std::optional<Policy> policy;       // default: AITER_COMPAT_POLICY, else auto
     // Asked once AITer is found: why it cannot be called from this front ("" when it can).
     std::function<std::string()> aiter_problem;
+    std::string front = "python";       // which front made it, for the trace ("python", "c")
   };
   explicit Dispatcher(const Options& options);
+  ~Dispatcher();
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
 
   const ProbeReport& report() const { return report_; }
   Router& router() { return *router_.load(std::memory_order_acquire); }
-  // The route for a call's features; logs the first reroute of each op away from an AITer entry
-  // point that exists (one warning, with the reasons).
+  const Router& router() const { return *router_.load(std::memory_order_acquire); }
+  const std::string& front() const { return front_; }
+  // The route for a call about to run, counted as one call of that route (the only per-call
+  // work of the trace and stats(): a relaxed atomic increment). A route decided by this call is
+  // written to the trace, and the first reroute of each op away from an AITer entry point that
+  // exists is logged (one warning, with the reasons).
   const Route& route(const CallFeatures& f);
   // AITer's function could not be reached (its import raised, say): decide every route again
   // without AITer, with `why` as the reason. Routes handed out before stay valid until the
   // dispatcher is destroyed.
   void disable_aiter(const std::string& why);
+  // The call given `failed` (an AITer route) found AITer unreachable: takes back its count,
+  // disables AITer and returns the call's new route (counted).
+  const Route& reroute_without_aiter(const CallFeatures& f, const Route& failed, const std::string& why);
+  // Calls per op and route target since this dispatcher was made, over every router it had.
+  std::vector<RouteCount> stats() const;
+  // Visits every route of every router this dispatcher had (routes before disable_aiter too).
+  void for_each_route(const std::function<void(const CallFeatures&, const Route&)>& visit) const;
 
  private:
   ProbeReport report_;
+  std::string front_;
   std::atomic<Router*> router_{nullptr};          // the current one, read without a lock
   std::vector<std::unique_ptr<Router>> routers_;  // every one made: their routes stay referenced
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   bool warned_[kOpCount] = {};
 };
 

@@ -3,6 +3,9 @@
 // error listing every candidate and why it was refused). Routes depend only on the capabilities
 // (from the probe) and the call's features, so each distinct feature set is decided once; the
 // route carries everything the call then needs (AITer's keywords, the kernels that may run).
+#include <atomic>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +59,26 @@ struct Capabilities {
 enum class RouteKind { aiter, fallback_cpu, fallback_gpu, refused };
 std::string to_string(RouteKind k);
 
+// Calls taken by one route: the only per-call work the trace and stats() add, one relaxed atomic
+// increment. On a cache line of its own, so that threads counting calls do not evict the route's
+// read-mostly fields from each other's caches. Copying a route (explain, routes()) copies the count.
+class alignas(64) CallCounter {
+ public:
+  CallCounter() = default;
+  CallCounter(const CallCounter& other) : n_(other.value()) {}
+  CallCounter& operator=(const CallCounter& other) {
+    n_.store(other.value(), std::memory_order_relaxed);
+    return *this;
+  }
+  void add() { n_.fetch_add(1, std::memory_order_relaxed); }
+  void take_back() { n_.fetch_sub(1, std::memory_order_relaxed); }
+  uint64_t value() const { return n_.load(std::memory_order_relaxed); }
+  void clear() { n_.store(0, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> n_{0};
+};
+
 struct Route {
   RouteKind kind = RouteKind::refused;
   std::string target;  // "aiter.ops.mha.flash_attn_varlen_func", "fallback varlen_fwd (gpu)"
@@ -71,6 +94,10 @@ struct Route {
   std::vector<Candidate> kernels;
   std::vector<Candidate> candidates;  // every route considered, with reasons
   bool rerouted = false;         // an AITer entry point exists but the call went elsewhere
+  // The kernel named for this route in traces and routes(): AITer's function, the CPU reference,
+  // or the first GPU row that takes the call (the launcher may still pick it per call's tensors).
+  std::string kernel() const;
+  mutable CallCounter calls;  // calls that took this route (Dispatcher::route counts them)
 };
 
 class Router {
@@ -78,7 +105,8 @@ class Router {
   Router(Capabilities caps, Policy policy);
 
   // The route for these features: decided on first sight, then looked up (shared lock only).
-  const Route& route(const CallFeatures& f);
+  // *fresh (when given) is set: true for the one caller whose call made the decision, else false.
+  const Route& route(const CallFeatures& f, bool* fresh = nullptr);
   // The same decision, not remembered (explain, tests).
   Route decide(const CallFeatures& f) const;
 
@@ -86,6 +114,8 @@ class Router {
   const Capabilities& capabilities() const { return caps_; }
   // Every route decided so far, with the features that led to it.
   std::vector<std::pair<CallFeatures, Route>> decided() const;
+  // Visits every route decided so far, in place (under the shared lock: no copies).
+  void for_each_route(const std::function<void(const CallFeatures&, const Route&)>& visit) const;
 
  private:
   Candidate aiter_candidate(const CallFeatures& f, Route* r) const;
