@@ -15,7 +15,12 @@ set(kernel_deps ${kernel_source} ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/port
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kernel_common.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/matrix_ops.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/warpgroup_ops.hpp
-                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/tiled_attention.hpp)
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/tiled_attention.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/tile_context.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/tiles_nvidia.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/tiles_amd.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/mfma_ops.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/fragment_layouts.hpp)
 set(AITER_COMPAT_BUILT_ARCHS "")
 set(registry_entries "")
 set(registry_decls "")

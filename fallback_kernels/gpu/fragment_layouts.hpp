@@ -66,4 +66,35 @@ template <> struct Mfma<16> {
 template <int kN>
 AC_LAYOUT int p_register(int s, int e) { return 4 * s + e; }
 
+// The AMD tiles' index maps (tiles_amd.hpp), over a wave's MFMA layout L = Mfma<kN>: where
+// each lane's operands come from in LDS and registers, and which key and dim each of its
+// accumulator elements is. Each lane holds one query row of S^T and O^T (its D column).
+// kWarpKeys: keys of a tile each wave scores; kPitch: 16-bit elements per LDS row of K and V.
+template <int kN, int kWarpKeys, int kPitch>
+struct AmdTileMaps {
+  using L = Mfma<kN>;
+  // The query row (of the block's tile) lane `lane` of wave row `warp_m` holds.
+  AC_LAYOUT static int row(int warp_m, int lane) { return warp_m * kN + L::d_col(lane); }
+  // Q^T as S^T's B operand: element e of step ks is dim ks kK + ab_k.
+  AC_LAYOUT static int q_dim(int ks, int lane, int e) { return ks * L::kK + L::ab_k(lane, e); }
+  // K as S^T's A operand: the LDS offset of elements 0..3 (consecutive) of key chunk ch, step ks.
+  AC_LAYOUT static int k_offset(int warp_n, int ch, int ks, int lane) {
+    return (warp_n * kWarpKeys + ch * kN + L::ab_index(lane)) * kPitch + ks * L::kK + L::ab_k(lane, 0);
+  }
+  // Score element e (register e % kRegs of chunk e / kRegs): its key in the tile.
+  AC_LAYOUT static int score_key(int warp_n, int lane, int e) {
+    return warp_n * kWarpKeys + (e / L::kRegs) * kN + L::d_row(lane, e % L::kRegs);
+  }
+  // V^T as O^T's A operand: the LDS offset of element e of dim block b, key chunk ch, step st
+  // (4 keys of one dim: four rows apart).
+  AC_LAYOUT static int v_offset(int warp_n, int b, int ch, int st, int lane, int e) {
+    return (warp_n * kWarpKeys + ch * kN + st * L::kK + L::ab_k(lane, e)) * kPitch + b * kN + L::ab_index(lane);
+  }
+  // Output element e (register e % kRegs of dim block e / kRegs): its dim. Registers 4 g .. 4 g + 3
+  // are dims out_dim(4 g) .. + 3, so they store as one 8-byte (16-bit) or 16-byte (fp32) write.
+  AC_LAYOUT static int out_dim(int lane, int e) { return (e / L::kRegs) * kN + L::d_row(lane, e % L::kRegs); }
+  // The lanes sharing a row differ in the lane bits from kN up: XOR masks kN, 2 kN, ... below 64.
+  AC_LAYOUT static int first_row_mask() { return kN; }
+};
+
 }  // namespace ac_layout

@@ -31,15 +31,23 @@ struct ac_tiled_shape {
   int warps_m, m_tiles, warps_n, block_n, stages, head_dim;
   int blocks_per_sm;  // resident blocks the registers must leave room for (launch bounds)
   int warpgroup = 0;  // 1: warpgroup MMA (warps_m a multiple of 4, m_tiles 1, warps_n 1)
-  constexpr int threads() const { return warps_m * warps_n * 32; }
-  constexpr int block_m() const { return warps_m * m_tiles * 16; }
+  int lanes = 32;     // 64: AMD waves (MFMA layouts; K and V rows padded in LDS, Q in registers)
+  int tile_rows = 16; // query rows of one m-tile: 16 (mma.sync, MFMA 16x16x16) or 32 (MFMA 32x32x8)
+  constexpr int threads() const { return warps_m * warps_n * lanes; }
+  constexpr int block_m() const { return warps_m * m_tiles * tile_rows; }
   constexpr int out_stride() const { return head_dim + 4; }  // floats per row of the epilogue buffer
-  // Q tile, K and V stages (16-bit), one validity byte per key per stage; reused at the end for
-  // the fp32 partial outputs and (max, sum) of every warp. Past both: each row's sink (fp32),
-  // read from memory at the block's start so that the epilogue does not wait on it.
+  // 16-bit elements per K or V row in shared memory: NVIDIA's rows are swizzled in place; AMD's
+  // are padded by 16 bytes, so that the lanes reading one element of 32 rows use 32 banks.
+  constexpr int row_pitch() const { return lanes == 64 ? head_dim + 8 : head_dim; }
+  // Q tile (NVIDIA: read from shared memory as fragments; AMD: loaded into registers once), K
+  // and V stages (16-bit), one validity byte per key per stage; reused at the end for the fp32
+  // partial outputs and (max, sum) of every warp (AMD row tiles store from registers: none).
+  // Past both: each row's sink (fp32), read from memory at the block's start so that the
+  // epilogue does not wait on it.
   constexpr int sink_offset() const {
-    const int loop = block_m() * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + stages * block_n;
-    const int epilogue = warps_n * block_m() * (out_stride() + 2) * 4;
+    const int loop = (lanes == 64 ? 0 : block_m() * head_dim * 2) + 2 * stages * block_n * row_pitch() * 2 +
+                     stages * block_n;
+    const int epilogue = lanes == 64 && warps_n == 1 ? 0 : warps_n * block_m() * (out_stride() + 2) * 4;
     return ((loop > epilogue ? loop : epilogue) + 15) / 16 * 16;
   }
   constexpr int smem_bytes() const {
@@ -55,6 +63,16 @@ constexpr ac_tiled_shape ac_tiled_wgmma_shape(int head_dim) {
 }
 constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{1, 1, 4, 64, 3, 64, 4} : ac_tiled_shape{1, 1, 4, 64, 3, 128, 2};
+}
+// AMD (MFMA, 64-lane waves): four waves per block, one LDS stage filled from registers loaded a
+// tile ahead, two blocks per CU (two waves per SIMD: at most 256 VGPRs + AGPRs each). "rows":
+// each wave 32 query rows on v_mfma_f32_32x32x8; "keys": 16 rows shared by the four waves, each
+// scoring 16 keys of a 64-key tile on v_mfma_f32_16x16x16.
+constexpr ac_tiled_shape ac_tiled_rows_shape_amd(int head_dim) {
+  return ac_tiled_shape{4, 1, 1, head_dim == 64 ? 64 : 32, 1, head_dim, 2, 0, 64, 32};
+}
+constexpr ac_tiled_shape ac_tiled_keys_shape_amd(int head_dim) {
+  return ac_tiled_shape{1, 1, 4, 64, 1, head_dim, 2, 0, 64, 16};
 }
 #endif
 

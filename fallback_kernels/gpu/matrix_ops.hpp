@@ -100,6 +100,6 @@ AC_MATRIX_OPS(BF16, "bf16")
 AC_MATRIX_OPS(F16, "f16")
 #undef AC_MATRIX_OPS
 
-#else
-#define AC_HAS_MATRIX_OPS 0
+#elif !defined(AC_AMD)
+#define AC_HAS_MATRIX_OPS 0  // NVIDIA before sm_80 (AMD: mfma_ops.hpp)
 #endif

@@ -35,6 +35,9 @@ AC_DEVICE float ac_shfl_xor(float v, int mask) {
   return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute((lane ^ mask) << 2, __builtin_bit_cast(int, v)));
 }
 AC_DEVICE float ac_half_to_float(uint16_t h) { return static_cast<float>(__builtin_bit_cast(_Float16, h)); }
+// The CUDA math names the shared kernel code uses (no device libraries here: clang builtins).
+AC_DEVICE float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
+AC_DEVICE float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 AC_DEVICE void ac_shared_add(float* p, float v) {
   __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
 }

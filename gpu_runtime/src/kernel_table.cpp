@@ -1,6 +1,7 @@
 #include "aiter_compat/gpu_runtime/kernel_table.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace aiter_compat::gpu {
 namespace {
@@ -75,10 +76,27 @@ std::string feature_name(KernelFeature f) {
 
 const char* dtype_suffix(int dtype) { return dtype == AC_DTYPE_F32 ? "f32" : dtype == AC_DTYPE_F16 ? "f16" : "bf16"; }
 
-ac_tiled_shape tiled_shape(KernelId id, int head_dim) {
+bool is_amd_arch(const std::string& arch) { return arch.rfind("gfx", 0) == 0; }
+
+ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch) {
+  if (is_amd_arch(arch)) return id == KernelId::tiled_keys ? ac_tiled_keys_shape_amd(head_dim) : ac_tiled_rows_shape_amd(head_dim);
   return id == KernelId::tiled_keys ? ac_tiled_keys_shape(head_dim)
          : id == KernelId::tiled_wgmma ? ac_tiled_wgmma_shape(head_dim)
                                        : ac_tiled_rows_shape(head_dim);
+}
+
+std::string switched_off(KernelId id, const std::string& arch) {
+  const bool tiled = id == KernelId::tiled_keys || id == KernelId::tiled_rows || id == KernelId::tiled_wgmma;
+  const char* v = std::getenv("AITER_COMPAT_AMD_DIRECT");
+  if (tiled && is_amd_arch(arch) && v && *v && std::string(v) != "0")
+    return "AITER_COMPAT_AMD_DIRECT=" + std::string(v) + " keeps AMD GPUs on the direct-load kernels";
+  return "";
+}
+
+bool KernelRow::built_for(const std::string& arch) const {
+  if (device != KernelDevice::gpu) return false;
+  if (arch_prefixes.empty()) return true;
+  return std::any_of(arch_prefixes.begin(), arch_prefixes.end(), [&](const std::string& a) { return arch.rfind(a, 0) == 0; });
 }
 
 std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim) {
@@ -93,23 +111,24 @@ const std::vector<KernelRow>& kernel_rows() {
     const std::vector<int> half(std::begin(kHalf), std::end(kHalf)), dims(std::begin(kDims), std::end(kDims));
     const std::vector<int> all = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16};
     std::vector<KernelRow> r;
-    r.push_back({K::tiled_keys, "tiled_keys", "matrix-instruction tiles, all warps on one 16-row tile (decode)",
-                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, 0, "sm_", tiled_names(K::tiled_keys)});
+    const std::vector<std::string> matrix_archs = {"sm_", "gfx"};  // mma.sync / MFMA
+    r.push_back({K::tiled_keys, "tiled_keys", "matrix-instruction tiles (mma.sync, MFMA), all warps on one 16-row tile (decode)",
+                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, 0, matrix_archs, tiled_names(K::tiled_keys)});
     r.push_back({K::tiled_wgmma, "tiled_wgmma", "row tiles on Hopper's warpgroup MMA (prefill, extend)",
-                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, 0, "sm_90", tiled_names(K::tiled_wgmma)});
-    r.push_back({K::tiled_rows, "tiled_rows", "row tiles on mma.sync (prefill, extend)", KernelDevice::gpu,
-                 KernelOp::attention, half, dims, 0, true, 0, 0, "sm_", tiled_names(K::tiled_rows)});
+                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, 0, {"sm_90"}, tiled_names(K::tiled_wgmma)});
+    r.push_back({K::tiled_rows, "tiled_rows", "row tiles on mma.sync or MFMA (prefill, extend)", KernelDevice::gpu,
+                 KernelOp::attention, half, dims, 0, true, 0, 0, matrix_archs, tiled_names(K::tiled_rows)});
     r.push_back({K::decode, "decode", "direct loads, one query per sequence over a paged cache", KernelDevice::gpu,
-                 KernelOp::attention, half, dims, 0, true, AC_DECODE_MAX_GROUP, 0, "", decode_names()});
+                 KernelOp::attention, half, dims, 0, true, AC_DECODE_MAX_GROUP, 0, {}, decode_names()});
     r.push_back({K::generic, "generic", "direct loads, any call a GPU route takes", KernelDevice::gpu,
-                 KernelOp::attention, all, {}, AC_MAX_HEAD_DIM, false, AC_MAX_GROUP, 0, "",
+                 KernelOp::attention, all, {}, AC_MAX_HEAD_DIM, false, AC_MAX_GROUP, 0, {},
                  per_type("ac_attention_", all)});
     r.push_back({K::split_merge, "split_merge", "combines split-KV partial results, the sink entered once",
-                 KernelDevice::gpu, KernelOp::split_merge, all, {}, 0, false, 0, 0, "", per_type("ac_merge_", all)});
+                 KernelDevice::gpu, KernelOp::split_merge, all, {}, 0, false, 0, 0, {}, per_type("ac_merge_", all)});
     r.push_back({K::merge_states, "merge_states", "merge_attn_states with the sink entered once", KernelDevice::gpu,
-                 KernelOp::merge_states, all, {}, 0, false, 0, 0, "", per_type("ac_merge_states_", all)});
+                 KernelOp::merge_states, all, {}, 0, false, 0, 0, {}, per_type("ac_merge_states_", all)});
     r.push_back({K::cpu_reference, "cpu_reference", "CPU reference kernels, double accumulation", KernelDevice::cpu,
-                 KernelOp::attention, all, {}, 0, false, 0, kSoftcap, "", {}});
+                 KernelOp::attention, all, {}, 0, false, 0, kSoftcap, {}, {}});
     return r;
   }();
   return rows;
@@ -124,9 +143,15 @@ std::vector<std::string> KernelRow::route_reasons(const KernelQuery& q) const {
     why.push_back(op == KernelOp::merge_states ? "merges attention states only" : "computes attention, not a merge");
     return why;
   }
-  if (device == KernelDevice::gpu && !built_for(q.arch))
-    why.push_back("not built for " + (q.arch.empty() ? std::string("this device") : q.arch) + " (only " +
-                  arch_prefix + "*)");
+  if (device == KernelDevice::gpu && !built_for(q.arch)) {
+    std::string only;
+    for (const auto& a : arch_prefixes) only += (only.empty() ? "" : ", ") + a + "*";
+    why.push_back("not built for " + (q.arch.empty() ? std::string("this device") : q.arch) + " (only " + only + ")");
+  }
+  if (device == KernelDevice::gpu) {
+    std::string off = switched_off(id, q.arch);
+    if (!off.empty()) why.push_back(std::move(off));
+  }
   if (!contains(dtypes, q.dtype)) why.push_back("takes " + dtype_names(dtypes));
   if (q.op == KernelOp::attention) {
     const bool dims_ok = head_dims.empty() ? max_head_dim == 0 || (q.head_dim <= max_head_dim && q.head_dim_v <= max_head_dim)

@@ -39,10 +39,12 @@ struct LoadedModule {
 
 // AITER_COMPAT_NO_WGMMA=1 keeps prefill on the mma.sync "rows" kernels where the warpgroup ones
 // exist (to compare the two, or to step around a fault in one); read when a module loads.
-bool wgmma_disabled() {
-  const char* v = std::getenv("AITER_COMPAT_NO_WGMMA");
+bool flag_set(const char* name) {
+  const char* v = std::getenv(name);
   return v && *v && std::string(v) != "0";
 }
+bool wgmma_disabled() { return flag_set("AITER_COMPAT_NO_WGMMA"); }
+
 
 struct DeviceKey {
   Vendor vendor;
@@ -86,7 +88,7 @@ const LoadedModule& module_for(Vendor v, int device) {
     auto f = functions.find(name);
     return f == functions.end() ? nullptr : f->second;
   };
-  const bool wgmma = !wgmma_disabled();
+  const bool wgmma = !wgmma_disabled(), tiled = switched_off(KernelId::tiled_rows, m.arch).empty();
   for (int t : {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16}) {
     m.attention[t] = find(std::string("ac_attention_") + dtype_suffix(t));
     m.split_merge[t] = find(std::string("ac_merge_") + dtype_suffix(t));
@@ -95,10 +97,10 @@ const LoadedModule& module_for(Vendor v, int device) {
       m.decode[t][dim_index(dim)] = find(std::string("ac_decode_") + dtype_suffix(t) + "_d" + std::to_string(dim));
       for (KernelId id : {KernelId::tiled_keys, KernelId::tiled_wgmma, KernelId::tiled_rows})
         for (int paged = 0; paged < 2; ++paged) {
-          if (id == KernelId::tiled_wgmma && !wgmma) continue;
+          if ((id == KernelId::tiled_wgmma && !wgmma) || !tiled) continue;
           void* fn = find(tiled_kernel_name(id, paged, t, dim));
           if (!fn) continue;
-          allow_dynamic_shared(v, fn, tiled_shape(id, dim).smem_bytes());
+          allow_dynamic_shared(v, fn, tiled_shape(id, dim, m.arch).smem_bytes());
           m.tiled[shape_index(id)][paged][t][dim_index(dim)] = fn;
         }
     }
@@ -145,7 +147,7 @@ Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
   }
   if (k.id == KernelId::tiled_keys || k.id == KernelId::tiled_wgmma || k.id == KernelId::tiled_rows) {
     // All query rows of a sequence's KV head (tokens x heads of the group) in tiles.
-    const ac_tiled_shape s = tiled_shape(k.id, p.head_dim);
+    const ac_tiled_shape s = tiled_shape(k.id, p.head_dim, m.arch);
     k.grid_x = static_cast<unsigned>(std::min<int64_t>((std::max<int64_t>(c.max_rows, 1) + s.block_m() - 1) / s.block_m(), INT32_MAX));
     k.grid_y = p.hk;
     k.grid_z = p.batch;

@@ -3,6 +3,9 @@
 // the gfx942 code object, the decode kernel with its splits and merge.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include <dlfcn.h>
 
 #include "aiter_compat/probe/gpu_probe.hpp"
@@ -61,8 +64,17 @@ TEST(HipLauncher, DecodeOnGfx942) {
   auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));
   auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
   ASSERT_EQ(count(), 2);
-  EXPECT_STREQ(launch(0)->name, "ac_decode_bf16_d64");
-  EXPECT_EQ(launch(0)->block[0], 256u);
+  // MFMA tiles by default: the 8 query heads of the group in one 16-row tile, four waves over the
+  // keys; AITER_COMPAT_AMD_DIRECT=1 (the ctest entry ".amd_direct") keeps the direct-load kernel.
+  const char* direct = std::getenv("AITER_COMPAT_AMD_DIRECT");
+  if (direct && std::string(direct) == "1") {
+    EXPECT_STREQ(launch(0)->name, "ac_decode_bf16_d64");
+    EXPECT_EQ(launch(0)->block[0], 256u);
+  } else {
+    EXPECT_STREQ(launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
+    EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(ac_tiled_keys_shape_amd(64).threads()));
+    EXPECT_EQ(launch(0)->grid[1], 8u);  // KV heads
+  }
   EXPECT_GT(launch(0)->grid[2], 1u);  // one sequence of 32k keys is split
   EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
   EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_allocations"))(), 1);

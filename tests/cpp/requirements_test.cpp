@@ -56,7 +56,7 @@ TEST(RequireSinks, OneEntryPointTakingSinksIsNotEnough) {
 TEST(RequireSinks, AFallbackForThisGpuServesWhatAiterCannot) {
   RequirementCheck c = check_requirement(report_for("0.1.9.post1", "gfx942", {"gfx90a", "gfx942"}), "sinks");
   EXPECT_TRUE(c.met()) << ::testing::PrintToString(c.unmet);
-  EXPECT_EQ(family(c, "prefill").served_by, "fallback generic (gfx942) via aiter_compat.flash_attn_varlen_func");
+  EXPECT_EQ(family(c, "prefill").served_by, "fallback tiled_rows (gfx942) via aiter_compat.flash_attn_varlen_func");
   EXPECT_EQ(family(c, "decode").served_by, "aiter unified_attention (takes sinks)");
   RequirementCheck other_gpu = check_requirement(report_for("0.1.9.post1", "gfx1100", {"gfx90a", "gfx942"}), "sinks");
   EXPECT_TRUE(any_contains(other_gpu.unmet,
@@ -74,7 +74,7 @@ TEST(RequireSinks, AQuirkThatDropsSinksKeepsAiterFromServing) {
   RequirementCheck with_kernels = check_requirement(report_for("0.1.20.post1", "gfx942", {"gfx942"}), "sinks");
   EXPECT_TRUE(with_kernels.met());
   const FamilyVerdict& prefill = family(with_kernels, "prefill");
-  EXPECT_EQ(prefill.served_by, "fallback generic (gfx942) via aiter_compat.flash_attn_varlen_func");
+  EXPECT_EQ(prefill.served_by, "fallback tiled_rows (gfx942) via aiter_compat.flash_attn_varlen_func");
   EXPECT_TRUE(any_contains(prefill.notes, "v3-asm-drops-sinks")) << ::testing::PrintToString(prefill.notes);
   // The quirk is for gfx942/gfx950 only: on gfx90a AITer serves prefill itself.
   RequirementCheck mi200 = check_requirement(report_for("0.1.20.post1", "gfx90a"), "sinks");
@@ -125,7 +125,7 @@ TEST(RequireSinks, OneEntryPoint) {
   RequirementCheck varlen = check_requirement(report_for("0.1.5", "gfx942", {"gfx942"}), "sinks:flash_attn_varlen_func");
   EXPECT_TRUE(varlen.met());
   ASSERT_EQ(varlen.families.size(), 1u);
-  EXPECT_EQ(varlen.families[0].served_by, "fallback generic (gfx942) via aiter_compat.flash_attn_varlen_func");
+  EXPECT_EQ(varlen.families[0].served_by, "fallback tiled_rows (gfx942) via aiter_compat.flash_attn_varlen_func");
 }
 
 TEST(RequireSinks, UnknownFeaturesNameWhatIsKnown) {

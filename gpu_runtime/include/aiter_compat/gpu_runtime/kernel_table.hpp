@@ -63,9 +63,9 @@ struct KernelRow {
   bool equal_head_dims = false;  // D == Dv only
   int max_group = 0;             // query heads per KV head; 0: no limit
   uint32_t features = 0;         // KernelFeature bits it takes
-  std::string arch_prefix;       // the archs it is built for start with this ("" = every arch)
+  std::vector<std::string> arch_prefixes;  // the archs it is built for start with one of these (none: every arch)
   std::vector<std::string> functions;  // its entry points in each code object built for those archs
-  bool built_for(const std::string& arch) const { return device == KernelDevice::gpu && arch.rfind(arch_prefix, 0) == 0; }
+  bool built_for(const std::string& arch) const;
   std::vector<std::string> route_reasons(const KernelQuery& q) const;
 };
 
@@ -73,10 +73,18 @@ struct KernelRow {
 const std::vector<KernelRow>& kernel_rows();
 const KernelRow& kernel_row(KernelId id);
 
-// The tiled kernels' shapes: rows (prefill, extend), keys (decode), wgmma (rows on Hopper's
-// warpgroup MMA, sm_90 only), and the one spelling of their names:
+// The tiled kernels' shapes on an arch: rows (prefill, extend), keys (decode), wgmma (rows on
+// Hopper's warpgroup MMA, sm_90 only); gfx* archs take the MFMA shapes (64-lane waves), others
+// the mma.sync ones. The one spelling of their names, the same on every arch:
 // ac_tiled_{rows,keys,wgmma}[_paged]_{bf16,f16}_d{64,128}.
-ac_tiled_shape tiled_shape(KernelId id, int head_dim);
+bool is_amd_arch(const std::string& arch);
+// Why a row is off on an arch by the user's choice, or "": AITER_COMPAT_AMD_DIRECT=1 keeps AMD
+// GPUs on the direct-load kernels (decode, generic). The MFMA tiled kernels were checked by
+// reading their code objects and by a host model of their layouts, but this project has not
+// run them on AMD hardware; the switch lets a user step around them. Read on every call (the
+// router asks once per call shape, the launcher once per module load).
+std::string switched_off(KernelId id, const std::string& arch);
+ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch);
 std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim);
 const char* dtype_suffix(int dtype);  // "f32", "f16", "bf16"
 

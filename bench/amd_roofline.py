@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Roofline estimates of the AMD kernels on MI355X, MI300X and MI250X, from their code objects.
+
+No AMD GPU runs these kernels here, so this is an ESTIMATE, not a measurement: it reads the built
+code objects (llvm-readelf's kernel metadata, llvm-objdump's instructions), takes each GPU's
+published peak figures, and works out for GPT-OSS-shaped cases (64 query heads, 8 KV heads,
+head dim 64, bf16):
+  - decode (one query per sequence over a paged cache): the memory floor (K and V read once at
+    the GPU's HBM bandwidth) and, for the tiled "keys" kernel, whether its MFMA work per key tile
+    fits under that tile's memory time at the kernel's occupancy;
+  - causal prefill: the MFMA floor (the flops at the instruction form's peak rate: gfx950 runs
+    the CDNA3 forms, half its double-K peak) and a range at 35-60% of it (the softmax, its 16-bit packing and the V^T operand reads are VALU and LDS work of about the MFMA time per tile, overlapped only across the two waves of a SIMD) (the H200's tiled
+    kernels run at 40-50% of their measured matmul peak).
+Usage: bench/amd_roofline.py [--objects build/kernels] [--json out.json]
+"""
+import argparse
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+# Published figures (AMD's data sheets): one device as a process sees it (MI250X: one GCD).
+GPUS = {
+    "gfx950": dict(name="MI355X", cus=256, ghz=2.4, tbs=8.0, legacy_mfma_tflops=1250.0),
+    "gfx942": dict(name="MI300X", cus=304, ghz=2.1, tbs=5.3, legacy_mfma_tflops=1307.0),
+    "gfx90a": dict(name="MI250X (one GCD)", cus=110, ghz=1.7, tbs=1.6, legacy_mfma_tflops=191.5),
+}
+HQ, HK, D, BYTES = 64, 8, 64, 2
+DECODE = dict(batch=64, ctx=4096)
+PREFILL = dict(batch=4, seq=4096)
+KEY_TILE = 64  # keys per tile of the "keys" shape (kernel_params.h: ac_tiled_keys_shape_amd)
+
+
+def tool(names):
+    for n in names:
+        if shutil.which(n):
+            return n
+    sys.exit(f"none of {names} found (Debian: llvm-22)")
+
+
+def read_kernels(path, readelf, objdump):
+    notes = subprocess.run([readelf, "--notes", str(path)], capture_output=True, text=True, check=True).stdout
+    kernels, cur = {}, None
+    for line in notes.splitlines():
+        m = re.match(r"^  - (\.[a-z_]+):\s*(\S*)", line) or re.match(r"^    (\.[a-z_]+):\s*(\S*)", line)
+        if not m:
+            continue
+        if line.startswith("  - "):
+            cur = {}
+        cur[m[1]] = m[2]
+        if m[1] == ".name":
+            kernels[m[2]] = cur
+    asm = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(path)], capture_output=True, text=True, check=True).stdout
+    fn = None
+    for line in asm.splitlines():
+        h = re.match(r"^[0-9a-f]+ <([A-Za-z_0-9]+)>:", line)
+        if h:
+            fn = kernels.setdefault(h[1], {})
+            fn.update(mfma=0, valu=0, lds=0, vmem=0)
+            continue
+        if fn is None:
+            continue
+        op = line.strip().split(" ")[0]
+        if op.startswith("v_mfma"):
+            fn["mfma"] += 1
+        elif op.startswith("v_"):
+            fn["valu"] += 1
+        elif op.startswith("ds_"):
+            fn["lds"] += 1
+        elif op.startswith(("global_load", "buffer_load", "flat_load")):
+            fn["vmem"] += 1
+    return kernels
+
+
+def waves_per_simd(k):
+    regs = -(-int(k.get(".vgpr_count", 0)) // 8) * 8 + -(-int(k.get(".agpr_count", 0)) // 8) * 8
+    return min(8, 512 // max(regs, 8))
+
+
+def estimate(arch, kernels):
+    g = GPUS[arch]
+    rows = []
+    kv_bytes = DECODE["batch"] * DECODE["ctx"] * HK * D * BYTES * 2
+    floor_us = kv_bytes / (g["tbs"] * 1e12) * 1e6
+    keys = kernels.get("ac_tiled_keys_paged_bf16_d64", {})
+    # Per 64-key tile a block (one KV head: 8 query heads in a 16-row tile, four waves) reads
+    # the tile's K and V once; each wave runs its MFMAs on its own SIMD.
+    tile_bytes = KEY_TILE * D * BYTES * 2
+    mfma_flops = 2 * 16 * 16 * 16  # v_mfma_f32_16x16x16
+    flops_per_simd_cycle = g["legacy_mfma_tflops"] * 1e12 / (g["cus"] * 4 * g["ghz"] * 1e9)
+    mfma_cycles = keys.get("mfma", 0) * mfma_flops / flops_per_simd_cycle  # per wave per tile
+    w = waves_per_simd(keys) if keys else 0
+    mem_cycles = w * tile_bytes / (g["tbs"] * 1e12 / g["cus"] / (g["ghz"] * 1e9))  # w blocks' tiles per CU
+    rows.append(dict(arch=arch, gpu=g["name"], case=f"decode {DECODE['batch']}x{DECODE['ctx']} paged",
+                     floor_us=round(floor_us, 1),
+                     note=f"tiled keys: {keys.get('mfma', 0)} MFMA per wave per tile = {mfma_cycles:.0f} cycles vs "
+                          f"{mem_cycles:.0f} cycles of HBM time for {w} resident blocks' tiles per CU: "
+                          + ("memory-bound" if mfma_cycles < mem_cycles else "MFMA-bound")))
+    flops = 4 * PREFILL["batch"] * HQ * D * PREFILL["seq"] * PREFILL["seq"] / 2  # causal: half the pairs
+    floor = flops / (g["legacy_mfma_tflops"] * 1e12) * 1e6
+    rows_k = kernels.get("ac_tiled_rows_bf16_d64", {})
+    rows.append(dict(arch=arch, gpu=g["name"], case=f"prefill causal {PREFILL['batch']}x{PREFILL['seq']}",
+                     floor_us=round(floor, 1),
+                     estimate_us=[round(floor / 0.6, 1), round(floor / 0.35, 1)],
+                     estimate_tflops=[round(flops / (floor / 0.35) / 1e6), round(flops / (floor / 0.6) / 1e6)],
+                     note=f"tiled rows: {rows_k.get('mfma', 0)} MFMA, {rows_k.get('valu', 0)} VALU, "
+                          f"{rows_k.get('lds', 0)} LDS instructions in the kernel; {waves_per_simd(rows_k) if rows_k else 0} "
+                          "waves per SIMD by registers"))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--objects", default="build/kernels")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    readelf = tool(["llvm-readelf-22", "llvm-readelf"])
+    objdump = tool(["llvm-objdump-22", "llvm-objdump"])
+    out = []
+    for arch in GPUS:
+        co = pathlib.Path(a.objects) / f"attention_{arch}.co"
+        if not co.exists():
+            print(f"{arch}: no code object at {co} (skipped)")
+            continue
+        out += estimate(arch, read_kernels(co, readelf, objdump))
+    print("ESTIMATES from code objects and data-sheet peaks, not measurements:")
+    for r in out:
+        extra = f", estimate {r['estimate_us'][0]}-{r['estimate_us'][1]} us ({r['estimate_tflops'][0]}-" \
+                f"{r['estimate_tflops'][1]} TFLOP/s)" if "estimate_us" in r else ""
+        print(f"  {r['gpu']:<17} {r['case']:<26} floor {r['floor_us']} us{extra}; {r['note']}")
+    if a.json:
+        pathlib.Path(a.json).write_text(json.dumps(dict(kind="estimate", rows=out), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+// The AMD tiles of the tiled attention kernels (gfx90a, gfx942, gfx950: 64-lane waves, MFMA),
+// over the layouts of fragment_layouts.hpp. The products run transposed, queries along the lanes:
+//   S^T = K Q^T   (A: K rows from LDS, B: Q^T in registers for the whole loop),
+//   O^T += V^T P^T (A: V^T read from LDS, B: P^T straight from S^T's accumulator registers),
+// so that each lane holds whole rows (one query) of the scores and of the output: its softmax
+// statistics and output rescale are its own, shared only with the lanes of the other K groups.
+// K and V tiles go global -> registers (a tile ahead) -> LDS, one LDS stage, rows padded by 16
+// bytes. What the mainloop (tiled_attention.hpp) asks of an arch, and nothing else.
+//
+// Not run on an AMD GPU here. The layouts are checked by the host model
+// (tests/cpp/mfma_model_test.cpp), the code objects by tests/python/test_amd_code_objects.py
+// (MFMA instructions, registers, LDS, no scratch); the rest is the mainloop the H200 runs.
+#pragma once
+
+#include "fragment_layouts.hpp"
+#include "kernel_common.hpp"
+#include "mfma_ops.hpp"
+#include "tile_context.hpp"
+
+#if defined(AC_AMD) && AC_HAS_MFMA
+namespace {
+
+template <typename T, ac_tiled_shape S, bool kPaged>
+struct AmdTiles {
+  static constexpr int N = S.tile_rows;  // the MFMA's M = N: 32 ("rows") or 16 ("keys")
+  using L = ac_layout::Mfma<N>;
+  using Map = ac_layout::AmdTileMaps<N, S.block_n / S.warps_n, S.row_pitch()>;
+  static constexpr int D = S.head_dim;
+  static constexpr int kLanes = 64;
+  static constexpr int kThreads = S.threads();
+  static constexpr int kBlockM = S.block_m();
+  static constexpr int kPitch = S.row_pitch();               // 16-bit elements per LDS row
+  static constexpr int kWarpKeys = S.block_n / S.warps_n;    // keys of a tile each wave scores
+  static constexpr int kKeyChunks = kWarpKeys / N;           // N-key score accumulators per wave
+  static constexpr int kDimBlocks = D / N;                   // N-dim output accumulators
+  static constexpr int kKSteps = D / L::kK;                  // S^T: MFMAs over the head dim
+  static constexpr int kPSteps = N / L::kK;                  // O^T: MFMAs over one chunk's keys
+  static constexpr int kChunks = D / 8;                      // 16-byte chunks per row
+  static constexpr int kLoads = S.block_n * kChunks / kThreads;  // chunks per thread per tile, of K and of V
+  static_assert(S.lanes == 64 && S.m_tiles == 1 && S.stages == 1 && kWarpKeys % N == 0, "AMD tile shape");
+  static_assert(S.block_n * kChunks % kThreads == 0 && (S.warps_m == 1 || S.warps_n == 1), "AMD tile shape");
+  static constexpr bool kEarlySinks = S.warps_n > 1 && kBlockM <= kThreads;
+  static constexpr bool kWarpgroup = false;
+  // Row tiles own their rows whole: the output goes from registers to memory. Key tiles combine
+  // the waves' partial results in LDS, as on NVIDIA.
+  static constexpr bool kDirectStore = S.warps_n == 1;
+
+  static constexpr int kRowSlots = 1;  // each lane holds one query row
+  static constexpr int kScoreElems = kKeyChunks * L::kRegs;
+  static constexpr int kOutElems = kDimBlocks * L::kRegs;
+  struct Scores { MfmaAcc<N> v[kKeyChunks]; };
+  struct Out { MfmaAcc<N> v[kDimBlocks]; };
+  AC_DEVICE float& at(Scores& s, int e) { return s.v[e / L::kRegs].v[e % L::kRegs]; }
+  AC_DEVICE float& at(Out& o, int e) { return o.v[e / L::kRegs].v[e % L::kRegs]; }
+  AC_DEVICE int score_slot(int) { return 0; }
+  AC_DEVICE int score_key(int warp_n, int lane, int e) { return Map::score_key(warp_n, lane, e); }
+  // Every score element is a key of its own (one row per lane).
+  static constexpr int kKeys = kScoreElems;
+  AC_DEVICE int key_index(int e) { return e; }
+  AC_DEVICE int key_at(int warp_n, int lane, int k) { return score_key(warp_n, lane, k); }
+  AC_DEVICE int out_slot(int) { return 0; }
+  AC_DEVICE int out_col(int lane, int e) { return Map::out_dim(lane, e); }
+  AC_DEVICE int slot_row(int warp_m, int lane, int) { return Map::row(warp_m, lane); }
+  // The lanes holding one query differ in the lane bits from N up (their K groups).
+  AC_DEVICE float row_max(float v) {
+#pragma unroll
+    for (int mask = Map::first_row_mask(); mask < kLanes; mask *= 2) v = fmaxf(v, ac_shfl_xor(v, mask));
+    return v;
+  }
+  AC_DEVICE float row_sum(float v) {
+#pragma unroll
+    for (int mask = Map::first_row_mask(); mask < kLanes; mask *= 2) v += ac_shfl_xor(v, mask);
+    return v;
+  }
+  AC_DEVICE bool slot_writer(int lane) { return lane < N; }
+
+  uint16_t* k_s;
+  uint16_t* v_s;
+  uint8_t* valid_s;
+  float* sink_s;
+  ac_frag16x4 q[kKSteps];          // Q^T: this lane's query, 4 dims per MFMA step
+  ac_u32x4 kr[kLoads], vr[kLoads];  // the next tile's K and V chunks, on their way to LDS
+  bool row_ok[kLoads];
+
+  AC_MEMBER void setup(unsigned char* smem) {
+    k_s = reinterpret_cast<uint16_t*>(smem);
+    v_s = k_s + S.block_n * kPitch;
+    valid_s = reinterpret_cast<uint8_t*>(v_s + S.block_n * kPitch);
+    sink_s = reinterpret_cast<float*>(smem + S.sink_offset());
+  }
+
+  // Q^T as the B operand of S^T = K Q^T: lane `lane` holds its query's dims kK s + ab_k(lane, 0..3).
+  AC_MEMBER void load_q(const TileContext& c, int tid) {
+    const int lane = tid % kLanes, warp_m = (tid / kLanes) % S.warps_m;
+    const int32_t flat = c.row0 + slot_row(warp_m, lane, 0);
+    const bool ok = flat < c.rows_total;
+    const int32_t t = ok ? flat / c.group : 0, g = ok ? flat % c.group : 0;
+    const uint16_t* base = static_cast<const uint16_t*>(c.p.q) + (c.seq.q_start + t) * c.p.q_tok + (c.kh * c.group + g) * c.p.q_head;
+#pragma unroll
+    for (int s = 0; s < kKSteps; ++s)
+      q[s] = ok ? *reinterpret_cast<const ac_frag16x4*>(base + Map::q_dim(s, lane, 0)) : ac_frag16x4{0, 0};
+  }
+
+  // Keys [j0, j0 + block_n) of K and V into registers, 16 bytes per chunk; rows past k_end or on
+  // a block-table entry outside the cache are zero and marked invalid.
+  AC_MEMBER void fetch(const TileContext& c, int tid, int32_t j0) {
+    const uint16_t* k = static_cast<const uint16_t*>(c.p.k) + c.kh * c.p.k_head;
+    const uint16_t* v = static_cast<const uint16_t*>(c.p.v) + c.kh * c.p.v_head;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int x = tid + i * kThreads, r = x / kChunks, ch = x % kChunks;
+      const int32_t j = j0 + r;
+      bool ok = j < c.k_end;
+      int64_t koff = 0, voff = 0;
+      if (kPaged) {
+        const int32_t block =
+            ok ? c.p.block_table[c.seq.b * c.p.bt_row + (c.page_shift >= 0 ? j >> c.page_shift : j / c.p.block_size) * c.p.bt_col]
+               : -1;
+        ok = ok && block >= 0 && block < c.p.num_blocks;
+        const int32_t slot = c.page_shift >= 0 ? j & (c.p.block_size - 1) : j % c.p.block_size;
+        koff = ok ? static_cast<int64_t>(block) * c.p.k_tok + slot * c.p.k_slot : 0;
+        voff = ok ? static_cast<int64_t>(block) * c.p.v_tok + slot * c.p.v_slot : 0;
+      } else if (ok) {
+        koff = static_cast<int64_t>(c.seq.k_start + j) * c.p.k_tok;
+        voff = static_cast<int64_t>(c.seq.k_start + j) * c.p.v_tok;
+      }
+      kr[i] = ok ? *reinterpret_cast<const ac_u32x4*>(k + koff + ch * 8) : ac_u32x4{0, 0, 0, 0};
+      vr[i] = ok ? *reinterpret_cast<const ac_u32x4*>(v + voff + ch * 8) : ac_u32x4{0, 0, 0, 0};
+      row_ok[i] = ok;
+    }
+  }
+  AC_MEMBER void store(int tid) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int x = tid + i * kThreads, r = x / kChunks, ch = x % kChunks;
+      *reinterpret_cast<ac_u32x4*>(k_s + r * kPitch + ch * 8) = kr[i];
+      *reinterpret_cast<ac_u32x4*>(v_s + r * kPitch + ch * 8) = vr[i];
+      if (ch == 0) valid_s[r] = row_ok[i];
+    }
+  }
+
+  // Q, tile 0 into LDS, tile 1 on its way into registers.
+  AC_MEMBER void prologue(const TileContext& c, int tid, int32_t n_tiles) {
+    load_q(c, tid);
+    if (n_tiles > 0) {
+      fetch(c, tid, c.k_begin);
+      store(tid);
+    }
+    if (n_tiles > 1) fetch(c, tid, c.k_begin + S.block_n);
+  }
+  // Tile `it` is in LDS for every wave. Paged tiles are always masked (their validity bytes
+  // say which rows were outside the cache): no block-wide vote is needed for that.
+  AC_MEMBER void ready(int32_t) { ac_sync(); }
+  AC_MEMBER bool pages_masked(int32_t) const { return kPaged; }
+  AC_MEMBER void begin(int, int, int) {}
+  AC_MEMBER void q_landed() {}
+  AC_MEMBER void issue_next(const TileContext&, int, int32_t, int32_t) {}
+  // Every wave is done with tile `it`: tile it + 1 from registers into LDS, tile it + 2 fetched.
+  AC_MEMBER void done_with(const TileContext& c, int tid, int32_t it, int32_t n_tiles) {
+    if (it + 1 >= n_tiles) return;
+    ac_sync();
+    store(tid);
+    if (it + 2 < n_tiles) fetch(c, tid, c.k_begin + (it + 2) * S.block_n);
+  }
+  AC_MEMBER const uint8_t* valid_keys(int32_t) const { return valid_s; }
+  AC_MEMBER float* epilogue_buffer() const { return reinterpret_cast<float*>(k_s); }
+
+  // S^T = K Q^T for this wave's keys of the tile in LDS.
+  AC_MEMBER void scores(Scores& s, int32_t, int lane) {
+    MfmaOps<T> mm;
+    const int warp_n = ac_thread_x() / kLanes / S.warps_m;
+#pragma unroll
+    for (int ch = 0; ch < kKeyChunks; ++ch) {
+#pragma unroll
+      for (int r = 0; r < L::kRegs; ++r) s.v[ch].v[r] = 0.f;
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks)
+        mm.mma(s.v[ch], *reinterpret_cast<const ac_frag16x4*>(k_s + Map::k_offset(warp_n, ch, ks, lane)), q[ks]);
+    }
+  }
+
+  // O^T += V^T P^T: P^T's B operand is registers 4 st .. 4 st + 3 of each score chunk
+  // (fragment_layouts.hpp, p_register); V^T's A operand is 4 keys of one dim, read from LDS.
+  AC_MEMBER void accumulate(Out& o, Scores& s, int32_t, int lane) {
+    MfmaOps<T> mm;
+    const int warp_n = ac_thread_x() / kLanes / S.warps_m;
+    ac_frag16x4 pb[kKeyChunks][kPSteps];
+#pragma unroll
+    for (int ch = 0; ch < kKeyChunks; ++ch)
+#pragma unroll
+      for (int st = 0; st < kPSteps; ++st) {
+        const float* x = s.v[ch].v;
+        pb[ch][st] = mm.pack(x[ac_layout::p_register<N>(st, 0)], x[ac_layout::p_register<N>(st, 1)],
+                             x[ac_layout::p_register<N>(st, 2)], x[ac_layout::p_register<N>(st, 3)]);
+      }
+#pragma unroll
+    for (int b = 0; b < kDimBlocks; ++b)
+#pragma unroll
+      for (int ch = 0; ch < kKeyChunks; ++ch)
+#pragma unroll
+        for (int st = 0; st < kPSteps; ++st) {
+          auto at = [&](int e) { return static_cast<uint32_t>(v_s[Map::v_offset(warp_n, b, ch, st, lane, e)]); };
+          mm.mma(o.v[b], ac_frag16x4{at(0) | at(1) << 16, at(2) | at(3) << 16}, pb[ch][st]);
+        }
+  }
+
+  AC_MEMBER void drain() { ac_sync(); }
+  AC_DEVICE uint32_t pack(float lo, float hi) { return MfmaOps<T>{}.pack2(lo, hi); }
+
+  // Row tiles: this lane's row, finished (sink, normalisation) and stored from registers, 4
+  // consecutive dims per store; or, split, its fp32 partial output and (max, sum).
+  AC_MEMBER void store_direct(const TileContext& c, Out& o, float m, float l_part, int32_t split, int warp_m, int lane) {
+    constexpr float kLn2 = 0.6931471805599453f;
+    const float l = row_sum(l_part);
+    const int row = slot_row(warp_m, lane, 0);
+    const int32_t flat = c.row0 + row;
+    if (flat >= c.rows_total) return;
+    const int32_t token = c.seq.q_start + flat / c.group, h = c.kh * c.group + flat % c.group;
+    if (c.p.num_splits > 1) {
+      float* dst = c.p.partial_out + ((static_cast<int64_t>(split) * c.p.total_q + token) * c.p.hq + h) * D;
+#pragma unroll
+      for (int b = 0; b < kDimBlocks; ++b)
+#pragma unroll
+        for (int g = 0; g < L::kRegs / 4; ++g)
+          *reinterpret_cast<ac_f32x4*>(dst + Map::out_dim(lane, b * L::kRegs + 4 * g)) =
+              ac_f32x4{o.v[b].v[4 * g], o.v[b].v[4 * g + 1], o.v[b].v[4 * g + 2], o.v[b].v[4 * g + 3]};
+      if (slot_writer(lane)) {
+        float* ml = c.p.partial_ml + ((static_cast<int64_t>(split) * c.p.total_q + token) * c.p.hq + h) * 2;
+        ml[0] = m == -AC_INFINITY ? -AC_INFINITY : m * kLn2;
+        ml[1] = l;
+      }
+      return;
+    }
+    const float sink = sink_s[row];
+    const float mf = fmaxf(m, sink);
+    const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(m - mf);
+    const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
+    const float inv = lf > 0.f ? keep / lf : 0.f;
+    uint16_t* dst = static_cast<uint16_t*>(c.p.out) + token * c.p.out_tok + h * c.p.out_head;
+#pragma unroll
+    for (int b = 0; b < kDimBlocks; ++b)
+#pragma unroll
+      for (int g = 0; g < L::kRegs / 4; ++g) {
+        const float* x = o.v[b].v + 4 * g;
+        *reinterpret_cast<ac_frag16x4*>(dst + Map::out_dim(lane, b * L::kRegs + 4 * g)) =
+            ac_frag16x4{pack(x[0] * inv, x[1] * inv), pack(x[2] * inv, x[3] * inv)};
+      }
+    if (slot_writer(lane) && c.p.lse) c.p.lse[lse_index(c.p, c.seq, token, h)] = lf > 0.f ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
+  }
+};
+
+template <typename T, ac_tiled_shape S, bool kPaged>
+using ArchTiles = AmdTiles<T, S, kPaged>;
+
+}  // namespace
+#endif

@@ -1,0 +1,360 @@
+// The NVIDIA tiles of the tiled attention kernels (sm_80 and later; the warpgroup shape on
+// sm_90a): fragments of mma.sync m16n8k16 (fragment_layouts.hpp's Mma16x8), loaded from
+// swizzled shared-memory tiles with ldmatrix, K and V streamed in with cp.async through a ring
+// of `stages`, and on sm_90a the warpgroup MMAs of warpgroup_ops.hpp on the same tiles. What the
+// mainloop (tiled_attention.hpp) asks of an arch, and nothing else.
+#pragma once
+
+#include "fragment_layouts.hpp"
+#include "kernel_common.hpp"
+#include "matrix_ops.hpp"
+#include "tile_context.hpp"
+#include "warpgroup_ops.hpp"
+
+#if defined(AC_NVIDIA) && AC_HAS_MATRIX_OPS
+namespace {
+
+template <typename T, ac_tiled_shape S, bool kPaged>
+struct NvTiles {
+  using L = ac_layout::Mma16x8;
+  static constexpr int D = S.head_dim;
+  static constexpr int kLanes = 32;
+  static constexpr int kThreads = S.threads();
+  static constexpr int kBlockM = S.block_m();
+  static constexpr int kWarpKeys = S.block_n / S.warps_n;  // keys of a tile each warp takes
+  static constexpr int kKeyTiles = kWarpKeys / 8;          // 8-key score fragments per warp
+  static constexpr int kChunks = D / 8;                    // 16-byte chunks per row
+  // Each thread copies two 16-byte chunks of a row per slot: one address (and block-table
+  // entry) per 32 bytes of K and of V.
+  static constexpr int kSlots = kChunks / 2;                   // per row
+  static constexpr int kLoads = S.block_n * kSlots / kThreads;  // rows per thread per tile
+  static_assert(kWarpKeys % 16 == 0 && D % 16 == 0 && S.block_n * kSlots % kThreads == 0, "tile shape");
+  // "keys" shapes keep their 16 query rows in registers (16 or 32 of them) for the whole loop,
+  static constexpr bool kQInRegisters = S.warps_n > 1 && S.m_tiles == 1;
+  // and issue their sinks' loads first (run), one row per thread.
+  static constexpr bool kEarlySinks = kQInRegisters && kBlockM <= kThreads;
+  static constexpr bool kWarpgroup = S.warpgroup != 0;
+  static_assert(!kWarpgroup || (S.warps_m % 4 == 0 && S.m_tiles == 1 && S.warps_n == 1), "warpgroup shape");
+  static constexpr bool kDirectStore = false;  // the epilogue combines the warps in shared memory
+
+  // Fragments: element e of a thread's scores (m-tile, 8-key tile, accumulator element) and of
+  // its output (m-tile, 8-column tile, element), and the rows they belong to: a thread holds
+  // two rows per m-tile (lane / 4 and lane / 4 + 8).
+  static constexpr int kRowSlots = 2 * S.m_tiles;
+  static constexpr int kScoreElems = S.m_tiles * kKeyTiles * 4;
+  static constexpr int kOutElems = S.m_tiles * kChunks * 4;
+  struct Scores { float v[S.m_tiles][kKeyTiles][4]; };
+  struct Out { float v[S.m_tiles][kChunks][4]; };
+  AC_DEVICE float& at(Scores& s, int e) { return s.v[e / (kKeyTiles * 4)][(e / 4) % kKeyTiles][e % 4]; }
+  AC_DEVICE float& at(Out& o, int e) { return o.v[e / (kChunks * 4)][(e / 4) % kChunks][e % 4]; }
+  AC_DEVICE int score_slot(int e) { return 2 * (e / (kKeyTiles * 4)) + (e % 4) / 2; }
+  AC_DEVICE int score_key(int warp_n, int lane, int e) { return warp_n * kWarpKeys + ((e / 4) % kKeyTiles) * 8 + L::c_col(lane, e % 4); }
+  // The distinct keys of a thread's scores (its m-tiles share them): key k = (8-key tile, column).
+  static constexpr int kKeys = kKeyTiles * 2;
+  AC_DEVICE int key_index(int e) { return ((e / 4) % kKeyTiles) * 2 + e % 2; }
+  AC_DEVICE int key_at(int warp_n, int lane, int k) { return warp_n * kWarpKeys + (k / 2) * 8 + L::c_col(lane, k % 2); }
+  AC_DEVICE int out_slot(int e) { return 2 * (e / (kChunks * 4)) + (e % 4) / 2; }
+  AC_DEVICE int out_col(int lane, int e) { return ((e / 4) % kChunks) * 8 + L::c_col(lane, e % 4); }
+  AC_DEVICE int slot_row(int warp_m, int lane, int slot) { return (warp_m * S.m_tiles + slot / 2) * 16 + L::c_row(lane, 2 * (slot % 2)); }
+  // The four lanes of a fragment row hold its keys.
+  AC_DEVICE float row_max(float v) {
+    v = fmaxf(v, ac_shfl_xor(v, 1));
+    return fmaxf(v, ac_shfl_xor(v, 2));
+  }
+  AC_DEVICE float row_sum(float v) {
+    v += ac_shfl_xor(v, 1);
+    return v + ac_shfl_xor(v, 2);
+  }
+  AC_DEVICE bool slot_writer(int lane) { return lane % 4 == 0; }
+
+  // Rows are stored 16-byte chunk c of row r at chunk c ^ (r % 8): the 8 rows one matrix load
+  // reads then fall in 8 different bank groups. The warpgroup shape splits each row into
+  // 64-element panels, a tile of `rows` rows per panel (warpgroup_ops.hpp: its canonical layout).
+  AC_DEVICE int swizzle(int row, int chunk, int rows) {
+    if constexpr (kWarpgroup) return (chunk >> 3) * rows * 64 + row * 64 + (((chunk & 7) ^ (row & 7)) << 3);
+    return row * D + ((chunk ^ (row & 7)) << 3);
+  }
+
+  uint16_t* q_s;
+  uint16_t* k_s;
+  uint16_t* v_s;
+  uint8_t* valid_s;
+  float* sink_s;  // [block_m]: the sink of each row's head (log2 units), -inf without sinks
+  // Fragment-load addresses (shared-memory offsets) and the Q fragments kept in registers.
+  uint32_t q_rows, k_rows, v_rows, swz_a, swz_b;
+  uint32_t a_q[kQInRegisters ? D / 16 : 1][4];
+  // Tiles that hold a block-table entry outside the cache (bit tile % 32): learnt at the
+  // barrier after their copies were issued, and masked; the other interior tiles are not.
+  bool bad_page = false;
+  uint32_t bad_tiles = 0;
+  int32_t next_pages[kLoads];  // block-table entries of the next tile to load
+
+  AC_DEVICE unsigned char* aligned(unsigned char* smem) {
+    // Warpgroup operands: tiles 1024-byte aligned in the shared window (smem_bytes has the room).
+    return smem + (S.warpgroup ? (1024u - ac_smem_addr(smem) % 1024u) % 1024u : 0u);
+  }
+  AC_MEMBER void setup(unsigned char* smem) {
+    unsigned char* base = aligned(smem);
+    q_s = reinterpret_cast<uint16_t*>(base);
+    k_s = q_s + kBlockM * D;
+    v_s = k_s + S.stages * S.block_n * D;
+    valid_s = reinterpret_cast<uint8_t*>(v_s + S.stages * S.block_n * D);
+    sink_s = reinterpret_cast<float*>(base + S.sink_offset());
+  }
+
+  AC_MEMBER void load_q(const TileContext& c, int tid) {
+    const uint16_t* q = static_cast<const uint16_t*>(c.p.q);
+    for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
+      const int r = x / kChunks, ch = x % kChunks, flat = c.row0 + r;
+      const bool ok = flat < c.rows_total;
+      const int32_t t = ok ? flat / c.group : 0, g = ok ? flat % c.group : 0;
+      ac_copy16_async(q_s + swizzle(r, ch, kBlockM), q + (c.seq.q_start + t) * c.p.q_tok + (c.kh * c.group + g) * c.p.q_head + ch * 8,
+                      ok);
+    }
+  }
+
+  // Block-table entries of this thread's rows of keys [j0, j0 + block_n), read one tile ahead
+  // of their use so that the copies never wait on the table (-1: past the keys).
+  AC_MEMBER void lookup_pages(const TileContext& c, int tid, int32_t j0, int32_t (&pages)[kLoads]) {
+    if (!kPaged) return;
+    const int32_t* table = c.p.block_table + c.seq.b * c.p.bt_row;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int32_t j = j0 + (tid + i * kThreads) / kSlots;
+      pages[i] = j < c.k_end ? table[(c.page_shift >= 0 ? j >> c.page_shift : j / c.p.block_size) * c.p.bt_col] : -1;
+    }
+  }
+
+  // Keys [j0, j0 + block_n) into ring slot `stage`; rows past k_end or on a block-table entry
+  // outside the cache are zero and marked invalid. Returns whether this thread met such an entry.
+  AC_MEMBER bool load_keys(const TileContext& c, int tid, int32_t j0, int stage, const int32_t (&pages)[kLoads]) {
+    bool bad = false;
+    const uint16_t* k = static_cast<const uint16_t*>(c.p.k) + c.kh * c.p.k_head;
+    const uint16_t* v = static_cast<const uint16_t*>(c.p.v) + c.kh * c.p.v_head;
+    uint16_t* ks = k_s + stage * S.block_n * D;
+    uint16_t* vs = v_s + stage * S.block_n * D;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int x = tid + i * kThreads, r = x / kSlots, ch = (x % kSlots) * 2;
+      const int32_t j = j0 + r;
+      bool ok = j < c.k_end;
+      int64_t koff = 0, voff = 0;
+      if (kPaged) {
+        const int32_t block = pages[i];
+        bad = bad || (ok && (block < 0 || block >= c.p.num_blocks));
+        ok = ok && block >= 0 && block < c.p.num_blocks;
+        const int32_t slot = c.page_shift >= 0 ? j & (c.p.block_size - 1) : j % c.p.block_size;
+        koff = ok ? static_cast<int64_t>(block) * c.p.k_tok + slot * c.p.k_slot : 0;
+        voff = ok ? static_cast<int64_t>(block) * c.p.v_tok + slot * c.p.v_slot : 0;
+      } else if (ok) {
+        koff = static_cast<int64_t>(c.seq.k_start + j) * c.p.k_tok;
+        voff = static_cast<int64_t>(c.seq.k_start + j) * c.p.v_tok;
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        ac_copy16_async(ks + swizzle(r, ch + h, S.block_n), k + koff + (ch + h) * 8, ok);
+        ac_copy16_async(vs + swizzle(r, ch + h, S.block_n), v + voff + (ch + h) * 8, ok);
+      }
+      if (ch == 0) valid_s[stage * S.block_n + r] = ok;
+    }
+    return bad;
+  }
+
+  // Q, then the first stages - 1 tiles, each its own copy group (empty ones keep the count uniform).
+  AC_MEMBER void prologue(const TileContext& c, int tid, int32_t n_tiles) {
+    bad_page = false;  // per m-tile: nothing carries over from the block's previous one
+    bad_tiles = 0;
+    load_q(c, tid);
+    int32_t pages[S.stages - 1][kLoads];
+#pragma unroll
+    for (int st = 0; st < S.stages - 1; ++st) lookup_pages(c, tid, c.k_begin + st * S.block_n, pages[st]);
+    lookup_pages(c, tid, c.k_begin + (S.stages - 1) * S.block_n, next_pages);
+#pragma unroll
+    for (int st = 0; st < S.stages - 1; ++st) {
+      if (st < n_tiles) bad_page = load_keys(c, tid, c.k_begin + st * S.block_n, st, pages[st]) || bad_page;
+      ac_copy_commit();
+    }
+  }
+
+  // Tile `it` landed for every thread (and ring slot (it - 1) % stages is free again).
+  AC_MEMBER void ready(int32_t it) {
+    ac_copy_wait<S.stages - 2>();
+#if AC_HAS_WARPGROUP_MMA
+    if constexpr (kWarpgroup) ac_fence_async_smem();  // the tensor cores read what cp.async wrote
+#endif
+    if (kPaged) {
+      const bool bad = ac_sync_or(bad_page);
+      bad_page = false;
+      if (it == 0) bad_tiles = bad ? (1u << (S.stages - 1)) - 1 : 0u;  // the tiles of the prologue
+      else bad_tiles = (bad_tiles & ~(1u << ((it + S.stages - 2) & 31))) | (bad ? 1u << ((it + S.stages - 2) & 31) : 0u);
+    } else {
+      ac_sync();
+    }
+  }
+  // Whether tile `it` holds a block-table entry outside the cache, so that it must be masked.
+  AC_MEMBER bool pages_masked(int32_t it) const { return kPaged && (bad_tiles >> (it & 31) & 1u); }
+
+  // Fragment-load addresses. Every fragment row is a multiple of 8 plus lane % 8, so the
+  // swizzle of chunk 2k (+ a lane bit) is (2k) ^ a per-thread constant: one base per operand.
+  AC_MEMBER void begin(int warp_m, int warp_n, int lane) {
+    constexpr uint32_t kRowBytes = D * 2;
+    swz_a = ((lane >> 4) ^ (lane & 7)), swz_b = (((lane >> 3) & 1) ^ (lane & 7));
+    q_rows = ac_smem_addr(q_s) + ((warp_m * S.m_tiles) * 16 + lane % 16) * kRowBytes;
+    k_rows = ac_smem_addr(k_s) + (warp_n * kWarpKeys + (lane / 16) * 8 + lane % 8) * kRowBytes;
+    v_rows = ac_smem_addr(v_s) + (warp_n * kWarpKeys + lane % 8 + ((lane / 8) % 2) * 8) * kRowBytes;
+  }
+
+  // After the first tile's barrier (Q has landed with it): the "keys" shapes' Q fragments.
+  AC_MEMBER void q_landed() {
+    if constexpr (kQInRegisters) {
+#pragma unroll
+      for (int kd = 0; kd < D / 16; ++kd) ac_load_matrix_x4(a_q[kd], q_rows + (((kd * 2) ^ swz_a) << 4));
+    }
+  }
+
+  // The copies of tile it + stages - 1, and the page lookups of the one after.
+  AC_MEMBER void issue_next(const TileContext& c, int tid, int32_t it, int32_t n_tiles) {
+    const int32_t ahead = it + S.stages - 1;
+    if (ahead < n_tiles) bad_page = load_keys(c, tid, c.k_begin + ahead * S.block_n, ahead % S.stages, next_pages);
+    ac_copy_commit();
+    if (ahead + 1 < n_tiles) lookup_pages(c, tid, c.k_begin + (ahead + 1) * S.block_n, next_pages);
+  }
+  AC_MEMBER void done_with(const TileContext&, int, int32_t, int32_t) {}  // the ring frees slots at the next wait
+  AC_MEMBER const uint8_t* valid_keys(int32_t it) const { return valid_s + (it % S.stages) * S.block_n; }
+  AC_MEMBER float* epilogue_buffer() const { return reinterpret_cast<float*>(q_s); }
+
+  // Softmaxed scores of 16 keys (fragments 2kk, 2kk + 1) as the A operand of O += P V: the
+  // score fragments already have the A operand's layout.
+  AC_DEVICE void pack_probabilities(const float (&s)[kKeyTiles][4], int kk, uint32_t (&a)[4]) {
+    MatrixOps<T> mm;
+    a[0] = mm.pack(s[2 * kk][0], s[2 * kk][1]);
+    a[1] = mm.pack(s[2 * kk][2], s[2 * kk][3]);
+    a[2] = mm.pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    a[3] = mm.pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+
+#if AC_HAS_WARPGROUP_MMA
+  // Scores of warpgroup `wg`'s 64 rows against the key tile in ring slot `stage`, waited for.
+  AC_MEMBER void warpgroup_scores(float (&sc)[kKeyTiles][4], int wg, int stage) {
+    constexpr uint32_t kQPanel = kBlockM * 128, kKPanel = S.block_n * 128;
+    const uint32_t q_base = ac_smem_addr(q_s) + wg * 64 * 128;
+    const uint32_t k_base = ac_smem_addr(k_s) + stage * S.block_n * D * 2;
+    ac_pin(sc);
+    ac_wg_fence();
+#pragma unroll
+    for (int kd = 0; kd < D / 16; ++kd) {
+      const uint32_t step = (kd % 4) * 32;  // 16 elements into the panel
+      WarpgroupOps<T>::template mma_ss<S.block_n>(sc, ac_smem_desc(q_base + (kd / 4) * kQPanel + step, 16, 1024),
+                                                  ac_smem_desc(k_base + (kd / 4) * kKPanel + step, 16, 1024), kd > 0);
+    }
+    ac_wg_commit();
+    ac_wg_wait<0>();
+    ac_pin(sc);
+  }
+  // o += P V for the key tile in ring slot `stage` (P: the softmaxed scores), waited for.
+  AC_MEMBER void warpgroup_accumulate(float (&o)[kChunks][4], const float (&pr)[kKeyTiles][4], int stage) {
+    const uint32_t v_base = ac_smem_addr(v_s) + stage * S.block_n * D * 2;
+    uint32_t pa[S.block_n / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < S.block_n / 16; ++kk) pack_probabilities(pr, kk, pa[kk]);
+    ac_pin(o);
+    ac_wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < S.block_n / 16; ++kk)
+      WarpgroupOps<T>::template mma_rs<D>(o, pa[kk], ac_smem_desc(v_base + kk * 16 * 128, S.block_n * 128, 1024));
+    ac_wg_commit();
+    ac_wg_wait<0>();
+    ac_pin(o);
+  }
+#endif
+
+  // S = Q K^T for this warp's rows and keys of tile `it`.
+  AC_MEMBER void scores(Scores& s, int32_t it, int /*lane*/) {
+    MatrixOps<T> mm;
+    const int stage = it % S.stages;
+    constexpr uint32_t kRowBytes = D * 2;
+    auto& sc = s.v;
+    if constexpr (kWarpgroup) {
+#if AC_HAS_WARPGROUP_MMA
+      warpgroup_scores(sc[0], ac_thread_x() / 128, stage);
+#endif
+    } else {
+      const uint32_t ks = k_rows + stage * S.block_n * kRowBytes;
+#pragma unroll
+      for (int mt = 0; mt < S.m_tiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) sc[mt][nt][c] = 0.f;
+#pragma unroll
+      for (int kd = 0; kd < D / 16; ++kd) {
+        uint32_t a[S.m_tiles][4];
+#pragma unroll
+        for (int mt = 0; mt < S.m_tiles; ++mt) {
+          if constexpr (kQInRegisters) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a[mt][i] = a_q[kd][i];
+          } else {
+            ac_load_matrix_x4(a[mt], q_rows + mt * 16 * kRowBytes + (((kd * 2) ^ swz_a) << 4));
+          }
+        }
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; nt += 2) {
+          uint32_t b[4];
+          ac_load_matrix_x4(b, ks + nt * 8 * kRowBytes + (((kd * 2) ^ swz_b) << 4));
+#pragma unroll
+          for (int mt = 0; mt < S.m_tiles; ++mt) {
+            mm.mma(sc[mt][nt], a[mt], b[0], b[1]);
+            mm.mma(sc[mt][nt + 1], a[mt], b[2], b[3]);
+          }
+        }
+      }
+    }
+  }
+
+  // O += P V for tile `it`: the score fragments are already the A operand's layout.
+  AC_MEMBER void accumulate(Out& out, Scores& s, int32_t it, int /*lane*/) {
+    MatrixOps<T> mm;
+    const int stage = it % S.stages;
+    auto& o = out.v;
+    auto& sc = s.v;
+    if constexpr (kWarpgroup) {
+#if AC_HAS_WARPGROUP_MMA
+      warpgroup_accumulate(o[0], sc[0], stage);
+#endif
+    } else {
+      constexpr uint32_t kRowBytes = D * 2;
+      const uint32_t vs = v_rows + stage * S.block_n * kRowBytes;
+#pragma unroll
+      for (int kk = 0; kk < kWarpKeys / 16; ++kk) {
+        uint32_t pa[S.m_tiles][4];
+#pragma unroll
+        for (int mt = 0; mt < S.m_tiles; ++mt) pack_probabilities(sc[mt], kk, pa[mt]);
+#pragma unroll
+        for (int dt = 0; dt < kChunks; dt += 2) {
+          uint32_t b[4];
+          ac_load_matrix_x4_trans(b, vs + kk * 16 * kRowBytes + ((dt ^ swz_a) << 4));
+#pragma unroll
+          for (int mt = 0; mt < S.m_tiles; ++mt) {
+            mm.mma(o[mt][dt], pa[mt], b[0], b[1]);
+            mm.mma(o[mt][dt + 1], pa[mt], b[2], b[3]);
+          }
+        }
+      }
+    }
+  }
+
+  // Every copy landed and every warp is past the loop: the key ring may be reused.
+  AC_MEMBER void drain() {
+    ac_copy_wait<0>();
+    ac_sync();
+  }
+
+  AC_DEVICE uint32_t pack(float lo, float hi) { return MatrixOps<T>{}.pack(lo, hi); }
+};
+
+template <typename T, ac_tiled_shape S, bool kPaged>
+using ArchTiles = NvTiles<T, S, kPaged>;
+
+}  // namespace
+#endif

@@ -1,0 +1,233 @@
+// The AMD code objects as built, read with LLVM's tools (llvm-readelf's kernel metadata notes,
+// llvm-objdump's disassembly): no AMD GPU runs them here, so what can be checked of the
+// machine code is checked before anyone's GPU sees it. For every gfx* code object:
+//   - no kernel uses scratch (private segment 0, no spills): a spill would mean the register
+//     budget below was bought with memory traffic;
+//   - every kernel fits 256 registers (VGPRs + AGPRs), so that two waves share a SIMD;
+//   - every tiled kernel has MFMA instructions (it is the matrix-instruction path, not a
+//     scalar fallback the compiler made of it);
+//   - LDS, static plus the dynamic size the launcher requests (the kernel table's shape), is
+//     within the arch's budget: 64 KiB per workgroup on gfx90a and gfx942, 160 KiB on gfx950.
+// It prints the per-kernel table docs/kernel-notes.md quotes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "aiter_compat/gpu_runtime/code_objects.hpp"
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
+
+using namespace aiter_compat;
+
+namespace {
+
+struct KernelResources {
+  int vgpr = -1, agpr = -1, sgpr = -1, lds = -1, scratch = -1, vgpr_spill = 0, sgpr_spill = 0, wave = 0;
+  int mfma = 0;
+};
+
+std::string run(const std::string& cmd) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (!pipe) return "";
+  std::string out;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0;) out.append(buf.data(), n);
+  return out;
+}
+
+// The kernels' entries of the AMDGPU metadata note (YAML as llvm-readelf prints it): each
+// kernel is an item "  - .key: value" of amdhsa.kernels, its own keys four spaces in; the
+// deeper items (.args) are skipped.
+std::map<std::string, KernelResources> read_notes(const std::string& text) {
+  std::map<std::string, KernelResources> kernels;
+  std::map<std::string, std::string> fields;
+  auto flush = [&] {
+    if (fields.count(".name")) {
+      KernelResources k;
+      auto num = [&](const char* key, int fallback) { return fields.count(key) ? std::stoi(fields[key]) : fallback; };
+      k.vgpr = num(".vgpr_count", -1), k.agpr = num(".agpr_count", 0), k.sgpr = num(".sgpr_count", -1);
+      k.lds = num(".group_segment_fixed_size", -1), k.scratch = num(".private_segment_fixed_size", -1);
+      k.vgpr_spill = num(".vgpr_spill_count", 0), k.sgpr_spill = num(".sgpr_spill_count", 0);
+      k.wave = num(".wavefront_size", 0);
+      kernels[fields[".name"]] = k;
+    }
+    fields.clear();
+  };
+  static const std::regex item(R"(^  - (\.[a-z_]+):\s*(\S*))"), key(R"(^    (\.[a-z_]+):\s*(\S*))");
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, item)) {
+      flush();
+      fields[m[1]] = m[2];
+    } else if (std::regex_search(line, m, key)) {
+      fields[m[1]] = m[2];
+    }
+  }
+  flush();
+  return kernels;
+}
+
+// v_mfma instructions per function of a disassembly.
+std::map<std::string, int> count_mfma(const std::string& text) {
+  std::map<std::string, int> counts;
+  static const std::regex header(R"(^[0-9a-f]+ <([A-Za-z_0-9]+)>:)");
+  std::string current;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, header)) current = m[1];
+    else if (!current.empty() && line.find("v_mfma") != std::string::npos) ++counts[current];
+  }
+  return counts;
+}
+
+// "ac_tiled_rows_paged_bf16_d64" -> (tiled_rows, 64); false for the other kernels.
+bool tiled_kernel(const std::string& name, gpu::KernelId* id, int* head_dim) {
+  static const std::regex re(R"(^ac_tiled_(rows|keys|wgmma)(_paged)?_(bf16|f16)_d([0-9]+)$)");
+  std::smatch m;
+  if (!std::regex_match(name, m, re)) return false;
+  *id = m[1] == "rows" ? gpu::KernelId::tiled_rows : m[1] == "keys" ? gpu::KernelId::tiled_keys : gpu::KernelId::tiled_wgmma;
+  *head_dim = std::stoi(m[4]);
+  return true;
+}
+
+int lds_budget(const std::string& arch) { return arch == "gfx950" ? 160 * 1024 : 64 * 1024; }
+
+// Waves of one kernel a SIMD holds: 512 registers per lane (VGPRs and AGPRs, allocated in
+// blocks of 8), 8 waves at most, and the CU's LDS shared by its workgroups (4 SIMDs per CU).
+int waves_per_simd(const KernelResources& k, int lds_bytes, int waves_per_group, const std::string& arch) {
+  const int regs = (k.vgpr + 7) / 8 * 8 + (k.agpr + 7) / 8 * 8;
+  int waves = std::min(8, 512 / std::max(regs, 8));
+  if (lds_bytes > 0) {
+    const int groups = lds_budget(arch) / lds_bytes;
+    waves = std::min(waves, groups * waves_per_group / 4);
+  }
+  return waves;
+}
+
+}  // namespace
+
+TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
+#if defined(LLVM_READELF) && defined(LLVM_OBJDUMP)
+  const std::string readelf = LLVM_READELF, objdump = LLVM_OBJDUMP;
+#else
+  const std::string readelf, objdump;
+#endif
+  if (readelf.empty() || objdump.empty()) {
+    std::printf("[  SKIPPED ] llvm-readelf/llvm-objdump not found at configure time (Debian: llvm-22)\n");
+    GTEST_SKIP() << "no LLVM tools to read the AMD code objects";
+  }
+  int objects = 0;
+  for (const auto& object : code_objects()) {
+    const std::string arch = object.arch;
+    if (!gpu::is_amd_arch(arch)) continue;
+    ++objects;
+    const std::string path = ::testing::TempDir() + "aiter_compat_" + arch + ".co";
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(object.data), static_cast<std::streamsize>(object.size));
+    const auto kernels = read_notes(run(readelf + " --notes " + path));
+    const auto mfma = count_mfma(run(objdump + " -d --no-show-raw-insn " + path));
+    ASSERT_FALSE(kernels.empty()) << arch << ": no kernel metadata read from " << path;
+    std::printf("| %s kernel | VGPR | AGPR | SGPR | LDS static + dynamic (bytes) | waves/SIMD | v_mfma | scratch | SGPR spills to VGPR lanes |\n", arch.c_str());
+    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (const auto& [name, k] : kernels) {
+      gpu::KernelId id;
+      int d = 0;
+      const bool tiled = tiled_kernel(name, &id, &d);
+      const ac_tiled_shape shape = tiled ? gpu::tiled_shape(id, d, arch) : ac_tiled_shape{};
+      const int dynamic = tiled ? shape.smem_bytes() : 0;
+      const int waves_per_group = tiled ? shape.threads() / 64
+                                        : name.rfind("ac_decode_", 0) == 0 ? AC_DECODE_THREADS / 64 : AC_THREADS / 64;
+      const int n_mfma = mfma.count(name) ? mfma.at(name) : 0;
+      std::printf("| %s | %d | %d | %d | %d + %d | %d | %d | %d | %d |\n", name.c_str(), k.vgpr, k.agpr, k.sgpr, k.lds, dynamic,
+                  waves_per_simd(k, k.lds + dynamic, waves_per_group, arch), n_mfma, k.scratch, k.sgpr_spill);
+      EXPECT_EQ(k.wave, 64) << arch << " " << name << ": wavefront size";
+      EXPECT_EQ(k.scratch, 0) << arch << " " << name << ": private segment (scratch) bytes";
+      // SGPR spills go to VGPR lanes (v_writelane), not memory, and are counted in the VGPRs.
+      EXPECT_EQ(k.vgpr_spill, 0) << arch << " " << name << ": VGPRs spilled";
+      EXPECT_LE(k.vgpr + k.agpr, 256) << arch << " " << name << ": VGPRs " << k.vgpr << " + AGPRs " << k.agpr
+                                      << " (two waves per SIMD need at most 256)";
+      EXPECT_LE(k.lds + dynamic, lds_budget(arch)) << arch << " " << name << ": LDS static " << k.lds << " + dynamic "
+                                                   << dynamic << " over the workgroup budget " << lds_budget(arch);
+      if (tiled) {
+        EXPECT_GT(n_mfma, 0) << arch << " " << name << ": a tiled kernel without v_mfma instructions";
+      } else {
+        EXPECT_EQ(n_mfma, 0) << arch << " " << name << ": v_mfma in a direct-load kernel";
+      }
+    }
+    // The tiled kernels the kernel table lists for this arch are all there.
+    for (const auto& row : gpu::kernel_rows()) {
+      if (!row.built_for(arch)) continue;
+      for (const auto& fn : row.functions) EXPECT_TRUE(kernels.count(fn)) << arch << " has no metadata for " << fn;
+    }
+  }
+  if (objects == 0) {
+    std::printf("[  SKIPPED ] no gfx* code object in this build (no clang with AMDGPU support at configure time)\n");
+    GTEST_SKIP() << "no AMD code objects built";
+  }
+}
+
+// The parsers on fixed text, so that a change in the tools' output fails here, not silently.
+TEST(AmdCodeObjects, ReadsMetadataAndDisassembly) {
+  const std::string notes =
+      "amdhsa.kernels:\n"
+      "  - .agpr_count:     4\n"
+      "    .args:\n"
+      "      - .name:           p\n"
+      "        .size:           8\n"
+      "    .group_segment_fixed_size: 512\n"
+      "    .name:           ac_tiled_rows_bf16_d64\n"
+      "    .private_segment_fixed_size: 0\n"
+      "    .sgpr_count:     40\n"
+      "    .vgpr_count:     100\n"
+      "    .wavefront_size: 64\n"
+      "  - .agpr_count:     0\n"
+      "    .name:           ac_decode_bf16_d64\n"
+      "    .private_segment_fixed_size: 16\n"
+      "    .vgpr_count:     202\n";
+  const auto k = read_notes(notes);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k.at("ac_tiled_rows_bf16_d64").vgpr, 100);
+  EXPECT_EQ(k.at("ac_tiled_rows_bf16_d64").agpr, 4);
+  EXPECT_EQ(k.at("ac_tiled_rows_bf16_d64").lds, 512);
+  EXPECT_EQ(k.at("ac_decode_bf16_d64").scratch, 16);
+  const auto m = count_mfma(
+      "0000000000001000 <ac_tiled_rows_bf16_d64>:\n  v_mfma_f32_32x32x8_bf16 a[0:15], v[0:1], v[2:3], a[0:15]\n"
+      "  s_endpgm\n0000000000002000 <ac_decode_bf16_d64>:\n  v_add_f32 v0, v1, v2\n");
+  EXPECT_EQ(m.count("ac_tiled_rows_bf16_d64") ? m.at("ac_tiled_rows_bf16_d64") : 0, 1);
+  EXPECT_EQ(m.count("ac_decode_bf16_d64"), 0u);
+  gpu::KernelId id;
+  int d;
+  ASSERT_TRUE(tiled_kernel("ac_tiled_keys_paged_f16_d128", &id, &d));
+  EXPECT_EQ(id, gpu::KernelId::tiled_keys);
+  EXPECT_EQ(d, 128);
+  EXPECT_FALSE(tiled_kernel("ac_attention_bf16", &id, &d));
+}
+
+// AITER_COMPAT_AMD_DIRECT=1 takes the tiled rows off AMD GPUs (a reason routing reports), and
+// only there.
+TEST(AmdKernelRows, DirectLoadSwitchIsAReasonOnAmdOnly) {
+  gpu::KernelQuery q;
+  q.dtype = AC_DTYPE_BF16, q.head_dim = q.head_dim_v = 64, q.q_heads = 64, q.kv_heads = 8;
+  q.arch = "gfx942";
+  const auto& rows = gpu::kernel_row(gpu::KernelId::tiled_rows);
+  EXPECT_TRUE(rows.route_reasons(q).empty()) << ::testing::PrintToString(rows.route_reasons(q));
+  EXPECT_EQ(gpu::tiled_shape(gpu::KernelId::tiled_rows, 64, "gfx942").lanes, 64);
+  EXPECT_EQ(gpu::tiled_shape(gpu::KernelId::tiled_rows, 64, "sm_90").lanes, 32);
+  setenv("AITER_COMPAT_AMD_DIRECT", "1", 1);
+  const auto why = rows.route_reasons(q);
+  q.arch = "sm_90";
+  const auto nvidia = rows.route_reasons(q);
+  unsetenv("AITER_COMPAT_AMD_DIRECT");
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_EQ(why[0], "AITER_COMPAT_AMD_DIRECT=1 keeps AMD GPUs on the direct-load kernels");
+  EXPECT_TRUE(nvidia.empty()) << ::testing::PrintToString(nvidia);
+  q.arch = "gfx942";
+  EXPECT_TRUE(gpu::kernel_row(gpu::KernelId::decode).route_reasons(q).empty());
+}

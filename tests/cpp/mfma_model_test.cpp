@@ -1,0 +1,434 @@
+// A host model of the AMD tiled kernels' fragment layer, since no AMD GPU runs them here.
+//
+// What is modelled, from AMD's documentation rather than from the kernels:
+//   - the MFMA instructions the tiles use, v_mfma_f32_32x32x8 and v_mfma_f32_16x16x16 (bf16_1k
+//     and f16 alike: the operand layouts do not depend on the 16-bit type), as the CDNA3 ISA
+//     guide (section 7.1, "Dependent arithmetic: matrix fused-multiply-add") and AMD's matrix
+//     instruction calculator describe them over a 64-lane wave: which lane and element holds
+//     A[i][k] and B[k][j], and which lane and register receives D[i][j];
+//   - a cross-lane XOR shuffle (ds_swizzle / DPP as ac_shfl_xor uses them): all lanes at once.
+// What comes from the kernels' own source (fragment_layouts.hpp, compiled here for the CPU,
+// and kernel_params.h's tile shapes): every index the AMD tiles compute — where each lane's K,
+// Q and V operands are in LDS and registers, which key and dim each accumulator element is,
+// which registers of S^T become P^T's operand, the lanes that share a row. The model runs the
+// tiles' algorithm over those indices (LDS with its padded pitch, online softmax in base 2,
+// the sink in the epilogue, the "keys" shape's cross-wave combine) and compares with plain
+// attention in double precision, on random data, with partial and masked tiles.
+//
+// What it cannot show: that the hardware does what the documentation says (the instruction's
+// real semantics, its internal rounding), timing, LDS bank conflicts, the compiler's scheduling
+// and waits (s_waitcnt), and barriers — the GPU self-test on the user's device covers results.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "fragment_layouts.hpp"
+#include "kernel_params.h"
+
+namespace {
+
+// ---- The documentation's layouts, written as (matrix index) -> (lane, element/register). ----
+// v_mfma_f32_32x32x8 (non-blocked: cbsz = abid = blgp = 0): A is 32 x 8, lanes 0-31 hold K
+// 0-3 of rows 0-31, lanes 32-63 K 4-7; B likewise by column; D's 32 x 32 fp32 in 16 registers:
+// column j in lanes j and j + 32, rows in groups of 4: register r of lane l is row
+// 8 (r / 4) + 4 (l / 32) + r % 4.
+// v_mfma_f32_16x16x16: A is 16 x 16, lane group g = l / 16 holds K 4g .. 4g + 3 of row l % 16;
+// D's 16 x 16 in 4 registers: column l % 16, row 4 (l / 16) + r.
+template <int N>
+struct DocLayout {
+  static constexpr int kK = N == 32 ? 8 : 16, kRegs = N == 32 ? 16 : 4;
+  static int a_lane(int i, int k) { return i + N * (k / 4); }
+  static int b_lane(int k, int j) { return j + N * (k / 4); }
+  static int ab_elem(int k) { return k % 4; }
+  static int d_lane(int i, int j) { return N == 32 ? j + 32 * ((i / 4) % 2) : j + 16 * (i / 4); }
+  static int d_reg(int i, int) { return N == 32 ? 4 * (i / 8) + i % 4 : i % 4; }
+};
+
+using Operand = std::vector<std::array<float, 4>>;  // [lane][element]
+template <int N>
+using Accum = std::vector<std::array<float, DocLayout<N>::kRegs>>;  // [lane][register]
+
+// D += A B over the wave, as documented (fp32 accumulation of exact products of 16-bit values).
+template <int N>
+void mfma(Accum<N>& d, const Operand& a, const Operand& b) {
+  using Doc = DocLayout<N>;
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < N; ++j) {
+      float sum = d[Doc::d_lane(i, j)][Doc::d_reg(i, j)];
+      for (int k = 0; k < Doc::kK; ++k)
+        sum += a[Doc::a_lane(i, k)][Doc::ab_elem(k)] * b[Doc::b_lane(k, j)][Doc::ab_elem(k)];
+      d[Doc::d_lane(i, j)][Doc::d_reg(i, j)] = sum;
+    }
+}
+
+// Every lane's value combined with lane ^ mask's, all lanes at once (a shuffle).
+template <typename F>
+void xor_reduce(std::vector<float>& v, int first_mask, F op) {
+  for (int mask = first_mask; mask < 64; mask *= 2) {
+    std::vector<float> out(64);
+    for (int l = 0; l < 64; ++l) out[l] = op(v[l], v[l ^ mask]);
+    v = out;
+  }
+}
+
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  u &= 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+float round_f16(float x) { return static_cast<float>(static_cast<_Float16>(x)); }
+
+// ---- The kernel's layout functions against the documentation. ----
+template <int N>
+void expect_layouts_match_documentation() {
+  using L = ac_layout::Mfma<N>;
+  using Doc = DocLayout<N>;
+  static_assert(L::kLanes == 64 && L::kK == Doc::kK && L::kRegs == Doc::kRegs);
+  for (int lane = 0; lane < 64; ++lane)
+    for (int e = 0; e < 4; ++e) {
+      const int idx = L::ab_index(lane), k = L::ab_k(lane, e);
+      EXPECT_EQ(Doc::a_lane(idx, k), lane) << "A[" << idx << "][" << k << "]";
+      EXPECT_EQ(Doc::b_lane(k, idx), lane) << "B[" << k << "][" << idx << "]";
+      EXPECT_EQ(Doc::ab_elem(k), e);
+    }
+  // D: (lane, register) -> (row, column) is a bijection and the documentation's inverse.
+  std::vector<int> seen(N * N, 0);
+  for (int lane = 0; lane < 64; ++lane)
+    for (int r = 0; r < L::kRegs; ++r) {
+      const int i = L::d_row(lane, r), j = L::d_col(lane);
+      ASSERT_TRUE(i >= 0 && i < N && j >= 0 && j < N);
+      ++seen[i * N + j];
+      EXPECT_EQ(Doc::d_lane(i, j), lane);
+      EXPECT_EQ(Doc::d_reg(i, j), r);
+    }
+  for (int x : seen) EXPECT_EQ(x, 1);
+  // S^T's registers feed P^T's B operand: register p_register(s, e) of the lane holds key
+  // (row of S^T) kK s + ab_k(lane, e) of the lane's query (column), which is the B element
+  // (k = kK s + ab_k, j = ab_index) that lane must hold.
+  for (int s = 0; s < N / L::kK; ++s)
+    for (int lane = 0; lane < 64; ++lane)
+      for (int e = 0; e < 4; ++e) {
+        const int r = ac_layout::p_register<N>(s, e);
+        EXPECT_EQ(L::d_row(lane, r), L::kK * s + L::ab_k(lane, e)) << "step " << s << " lane " << lane << " e " << e;
+        EXPECT_EQ(L::d_col(lane), L::ab_index(lane));
+      }
+}
+
+TEST(MfmaModel, LayoutsMatchTheIsaGuide32x32x8) { expect_layouts_match_documentation<32>(); }
+TEST(MfmaModel, LayoutsMatchTheIsaGuide16x16x16) { expect_layouts_match_documentation<16>(); }
+
+// The modelled instruction against a plain matrix product (small integers: exact in every type).
+template <int N>
+void expect_mfma_is_a_matmul() {
+  using L = ac_layout::Mfma<N>;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> val(-4, 4);
+  std::vector<float> A(N * L::kK), B(L::kK * N);
+  for (auto& x : A) x = static_cast<float>(val(rng));
+  for (auto& x : B) x = static_cast<float>(val(rng));
+  Operand a(64), b(64);
+  for (int lane = 0; lane < 64; ++lane)
+    for (int e = 0; e < 4; ++e) {
+      a[lane][e] = A[L::ab_index(lane) * L::kK + L::ab_k(lane, e)];
+      b[lane][e] = B[L::ab_k(lane, e) * N + L::ab_index(lane)];
+    }
+  Accum<N> d(64);
+  for (auto& r : d) r.fill(0.f);
+  mfma<N>(d, a, b);
+  for (int lane = 0; lane < 64; ++lane)
+    for (int r = 0; r < L::kRegs; ++r) {
+      const int i = L::d_row(lane, r), j = L::d_col(lane);
+      float want = 0;
+      for (int k = 0; k < L::kK; ++k) want += A[i * L::kK + k] * B[k * N + j];
+      EXPECT_EQ(d[lane][r], want) << "D[" << i << "][" << j << "]";
+    }
+}
+TEST(MfmaModel, InstructionIsAMatmul32) { expect_mfma_is_a_matmul<32>(); }
+TEST(MfmaModel, InstructionIsAMatmul16) { expect_mfma_is_a_matmul<16>(); }
+
+// ---- One block of the AMD tiles, run over the model. ----
+struct Problem {
+  int q_len, k_len, group, d;
+  bool causal;
+  int window_left;     // -1: none
+  bool with_sinks;
+  int invalid_from;    // keys from here to invalid_to are outside the cache (paged); -1: none
+  int invalid_to;
+  bool f16;
+};
+
+struct Data {
+  std::vector<float> q, k, v, sinks;  // q [q_len][group][d], k/v [k_len][d], rounded to the type
+};
+
+Data make_data(const Problem& pb, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.f, 1.f);
+  auto r = [&](float x) { return pb.f16 ? round_f16(x) : round_bf16(x); };
+  Data x;
+  x.q.resize(static_cast<size_t>(pb.q_len) * pb.group * pb.d);
+  x.k.resize(static_cast<size_t>(pb.k_len) * pb.d);
+  x.v.resize(x.k.size());
+  for (auto& e : x.q) e = r(n(rng));
+  for (auto& e : x.k) e = r(n(rng));
+  for (auto& e : x.v) e = r(n(rng));
+  x.sinks.resize(pb.group);
+  for (auto& e : x.sinks) e = pb.with_sinks ? n(rng) * 2.f : -INFINITY;
+  return x;
+}
+
+// Keys query token t sees: [lo, hi), as the kernel's key_lo/key_hi.
+int key_lo(const Problem& pb, int t) {
+  const int pos = t + pb.k_len - pb.q_len;
+  return pb.window_left >= 0 && pos - pb.window_left > 0 ? pos - pb.window_left : 0;
+}
+int key_hi(const Problem& pb, int t) {
+  const int pos = t + pb.k_len - pb.q_len;
+  return pb.causal && pos + 1 < pb.k_len ? pos + 1 : pb.k_len;
+}
+bool key_in_cache(const Problem& pb, int j) { return !(j >= pb.invalid_from && j < pb.invalid_to); }
+
+// Plain attention with the sink, in double: out [q_len][group][d].
+std::vector<double> reference(const Problem& pb, const Data& x, float scale) {
+  std::vector<double> out(x.q.size(), 0.0);
+  for (int t = 0; t < pb.q_len; ++t)
+    for (int g = 0; g < pb.group; ++g) {
+      const float* q = &x.q[(static_cast<size_t>(t) * pb.group + g) * pb.d];
+      std::vector<double> s;
+      std::vector<int> keys;
+      for (int j = key_lo(pb, t); j < key_hi(pb, t); ++j) {
+        if (!key_in_cache(pb, j)) continue;
+        double dot = 0;
+        for (int c = 0; c < pb.d; ++c) dot += static_cast<double>(q[c]) * x.k[static_cast<size_t>(j) * pb.d + c];
+        s.push_back(dot * scale), keys.push_back(j);
+      }
+      double m = pb.with_sinks ? x.sinks[g] : -INFINITY;
+      for (double e : s) m = std::max(m, e);
+      if (m == -INFINITY) continue;
+      double l = pb.with_sinks ? std::exp(x.sinks[g] - m) : 0.0;
+      std::vector<double> acc(pb.d, 0.0);
+      for (size_t i = 0; i < s.size(); ++i) {
+        const double p = std::exp(s[i] - m);
+        l += p;
+        for (int c = 0; c < pb.d; ++c) acc[c] += p * x.v[static_cast<size_t>(keys[i]) * pb.d + c];
+      }
+      for (int c = 0; c < pb.d; ++c) out[(static_cast<size_t>(t) * pb.group + g) * pb.d + c] = acc[c] / l;
+    }
+  return out;
+}
+
+// The AMD tiles of shape S (tiles_amd.hpp's algorithm over the kernel's index maps).
+template <ac_tiled_shape S>
+std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
+  constexpr int N = S.tile_rows, D = S.head_dim, kWarpKeys = S.block_n / S.warps_n, kPitch = S.row_pitch();
+  using L = ac_layout::Mfma<N>;
+  using Map = ac_layout::AmdTileMaps<N, kWarpKeys, kPitch>;
+  constexpr int kKeyChunks = kWarpKeys / N, kDimBlocks = D / N, kKSteps = D / L::kK, kPSteps = N / L::kK;
+  constexpr int kBlockM = S.block_m(), kWaves = S.warps_m * S.warps_n;
+  constexpr float kLog2e = 1.4426950408889634f;
+  static_assert(S.lanes == 64 && S.m_tiles == 1);
+  auto r16 = [&](float v) { return pb.f16 ? round_f16(v) : round_bf16(v); };
+  const int rows_total = pb.q_len * pb.group;
+  std::vector<float> out(x.q.size(), NAN);
+  const float scale2 = scale * kLog2e;
+
+  for (int row0 = 0; row0 < rows_total; row0 += kBlockM) {
+    const int last_row = std::min(row0 + kBlockM, rows_total) - 1;
+    const int lo = key_lo(pb, row0 / pb.group), hi_all = std::max(key_hi(pb, last_row / pb.group), lo);
+    const int n_tiles = (hi_all - lo + S.block_n - 1) / S.block_n;
+    struct Wave {
+      Operand q[kKSteps];
+      std::vector<float> m_run, l_run;
+      Accum<N> o[kDimBlocks];
+    };
+    std::vector<Wave> waves(kWaves);
+    for (int w = 0; w < kWaves; ++w) {
+      const int warp_m = w % S.warps_m;
+      Wave& wv = waves[w];
+      wv.m_run.assign(64, -INFINITY), wv.l_run.assign(64, 0.f);
+      for (auto& b : wv.o) {
+        b.assign(64, {});
+        for (auto& regs : b) regs.fill(0.f);
+      }
+      for (int ks = 0; ks < kKSteps; ++ks) {
+        wv.q[ks].assign(64, {});
+        for (int lane = 0; lane < 64; ++lane) {
+          const int flat = row0 + Map::row(warp_m, lane);
+          for (int e = 0; e < 4; ++e)
+            wv.q[ks][lane][e] = flat < rows_total ? x.q[static_cast<size_t>(flat) * D + Map::q_dim(ks, lane, e)] : 0.f;
+        }
+      }
+    }
+    // LDS: one stage of K and V rows at the padded pitch, validity bytes; poisoned padding, so
+    // that an index into it shows.
+    std::vector<float> k_s(S.block_n * kPitch), v_s(S.block_n * kPitch);
+    std::vector<uint8_t> valid(S.block_n);
+    for (int it = 0; it < n_tiles; ++it) {
+      const int j0 = lo + it * S.block_n;
+      std::fill(k_s.begin(), k_s.end(), NAN), std::fill(v_s.begin(), v_s.end(), NAN);
+      for (int r = 0; r < S.block_n; ++r) {
+        const int j = j0 + r;
+        const bool ok = j < hi_all && key_in_cache(pb, j);
+        valid[r] = ok;
+        for (int c = 0; c < D; ++c) {
+          k_s[r * kPitch + c] = ok ? x.k[static_cast<size_t>(j) * D + c] : 0.f;
+          v_s[r * kPitch + c] = ok ? x.v[static_cast<size_t>(j) * D + c] : 0.f;
+        }
+      }
+      for (int w = 0; w < kWaves; ++w) {
+        const int warp_m = w % S.warps_m, warp_n = w / S.warps_m;
+        Wave& wv = waves[w];
+        Accum<N> sc[kKeyChunks];
+        for (int ch = 0; ch < kKeyChunks; ++ch) {
+          sc[ch].assign(64, {});
+          for (auto& a : sc[ch]) a.fill(0.f);
+          for (int ks = 0; ks < kKSteps; ++ks) {
+            Operand a(64);
+            for (int lane = 0; lane < 64; ++lane)
+              for (int e = 0; e < 4; ++e) a[lane][e] = k_s[Map::k_offset(warp_n, ch, ks, lane) + e];
+            mfma<N>(sc[ch], a, wv.q[ks]);
+          }
+        }
+        auto score = [&](int lane, int e) -> float& { return sc[e / L::kRegs][lane][e % L::kRegs]; };
+        constexpr int kElems = kKeyChunks * L::kRegs;
+        // Masks, and the online softmax over the lanes that share a row.
+        std::vector<float> mx(64, -INFINITY);
+        for (int lane = 0; lane < 64; ++lane) {
+          const int flat = row0 + Map::row(warp_m, lane);
+          const int t = flat / pb.group;
+          const int rlo = flat < rows_total ? key_lo(pb, t) : 0, rhi = flat < rows_total ? key_hi(pb, t) : 0;
+          for (int e = 0; e < kElems; ++e) {
+            const int key = Map::score_key(warp_n, lane, e), j = j0 + key;
+            if (!(j < hi_all && valid[key]) || j < rlo || j >= rhi) score(lane, e) = -INFINITY;
+            mx[lane] = std::max(mx[lane], score(lane, e));
+          }
+        }
+        xor_reduce(mx, Map::first_row_mask(), [](float a, float b) { return std::max(a, b); });
+        for (int lane = 0; lane < 64; ++lane) {
+          const float m_new = std::max(wv.m_run[lane], mx[lane] * scale2);
+          const float m_use = m_new == -INFINITY ? 0.f : m_new;
+          const float corr = std::exp2(wv.m_run[lane] - m_use);
+          wv.m_run[lane] = m_new;
+          float sum = 0;
+          for (int e = 0; e < kElems; ++e) sum += score(lane, e) = std::exp2(std::fma(score(lane, e), scale2, -m_use));
+          wv.l_run[lane] = wv.l_run[lane] * corr + sum;
+          for (int b = 0; b < kDimBlocks; ++b)
+            for (int reg = 0; reg < L::kRegs; ++reg) wv.o[b][lane][reg] *= corr;
+        }
+        // O^T += V^T P^T, P^T from the score registers (p_register), rounded to the type.
+        for (int b = 0; b < kDimBlocks; ++b)
+          for (int ch = 0; ch < kKeyChunks; ++ch)
+            for (int st = 0; st < kPSteps; ++st) {
+              Operand a(64), p(64);
+              for (int lane = 0; lane < 64; ++lane)
+                for (int e = 0; e < 4; ++e) {
+                  a[lane][e] = v_s[Map::v_offset(warp_n, b, ch, st, lane, e)];
+                  p[lane][e] = r16(sc[ch][lane][ac_layout::p_register<N>(st, e)]);
+                }
+              mfma<N>(wv.o[b], a, p);
+            }
+      }
+    }
+    // Epilogue: the waves over keys (S.warps_n) combined per row; the sink entered once.
+    for (int warp_m = 0; warp_m < S.warps_m; ++warp_m) {
+      std::vector<std::vector<float>> l_sum(S.warps_n);
+      for (int wn = 0; wn < S.warps_n; ++wn) {
+        l_sum[wn] = waves[wn * S.warps_m + warp_m].l_run;
+        xor_reduce(l_sum[wn], Map::first_row_mask(), [](float a, float b) { return a + b; });
+      }
+      for (int lane = 0; lane < 64; ++lane) {
+        const int row = Map::row(warp_m, lane), flat = row0 + row;
+        if (flat >= rows_total) continue;
+        float mx = -INFINITY;
+        for (int wn = 0; wn < S.warps_n; ++wn) mx = std::max(mx, waves[wn * S.warps_m + warp_m].m_run[lane]);
+        const float sink = x.sinks[flat % pb.group] * kLog2e;
+        const float mf = std::max(mx, sink);
+        float lf = 0.f;
+        std::vector<float> acc(D, 0.f);
+        std::vector<bool> held(D, false);  // the dims this lane holds of its row
+        for (int e = 0; e < kDimBlocks * L::kRegs; ++e) held[Map::out_dim(lane, e)] = true;
+        for (int wn = 0; wn < S.warps_n; ++wn) {
+          const Wave& wv = waves[wn * S.warps_m + warp_m];
+          if (wv.m_run[lane] == -INFINITY) continue;
+          const float f = std::exp2(wv.m_run[lane] - mf);
+          lf += l_sum[wn][lane] * f;
+          for (int e = 0; e < kDimBlocks * L::kRegs; ++e) {
+            const int dim = Map::out_dim(lane, e);
+            // Registers 4 g .. 4 g + 3 are consecutive dims (one vector store in the kernel).
+            if (e % 4) {
+              EXPECT_EQ(dim, Map::out_dim(lane, e - e % 4) + e % 4);
+            }
+            acc[dim] += wv.o[e / L::kRegs][lane][e % L::kRegs] * f;
+          }
+        }
+        lf += sink == -INFINITY ? 0.f : std::exp2(sink - mf);
+        for (int c = 0; c < D; ++c) {
+          if (!held[c]) continue;
+          float& o = out[static_cast<size_t>(flat) * D + c];
+          EXPECT_TRUE(std::isnan(o)) << "row " << flat << " dim " << c << " stored by two lanes";
+          o = lf > 0 ? r16(acc[c] / lf) : 0.f;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+uint32_t test_seed() {
+  const char* s = std::getenv("AITER_COMPAT_TEST_SEED");
+  return s && *s ? static_cast<uint32_t>(std::strtoul(s, nullptr, 10)) : 20261203u;
+}
+
+template <ac_tiled_shape S>
+void expect_tiles_match_reference(Problem pb) {
+  pb.d = S.head_dim;
+  const uint32_t seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (AITER_COMPAT_TEST_SEED replays it)");
+  const Data x = make_data(pb, seed);
+  const float scale = 1.f / std::sqrt(static_cast<float>(pb.d));
+  const auto want = reference(pb, x, scale);
+  const auto got = run_tiles<S>(pb, x, scale);
+  // The GPU suite's bounds for 16-bit outputs (P rounded to the type before P V).
+  const double atol = pb.f16 ? 4e-3 : 2e-2, rtol = pb.f16 ? 4e-3 : 2e-2;
+  int bad = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i])) && ++bad <= 5)
+      ADD_FAILURE() << "element " << i << " (token " << i / pb.d / pb.group << ", head " << i / pb.d % pb.group
+                    << ", dim " << i % pb.d << "): tiles " << got[i] << ", reference " << want[i];
+  EXPECT_EQ(bad, 0);
+}
+
+// Prefill with partial tiles at both ends, a causal diagonal, GQA rows and sinks.
+TEST(MfmaModel, RowTilesD64CausalPartialSinks) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_amd(64)>({37, 101, 4, 0, true, -1, true, -1, -1, false});
+}
+TEST(MfmaModel, RowTilesD128WindowF16) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_amd(128)>({45, 150, 2, 0, true, 40, true, -1, -1, true});
+}
+// Keys outside the cache (a block-table entry past num_blocks) masked by their validity bytes.
+TEST(MfmaModel, RowTilesD128PagedHoleNoSinks) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_amd(128)>({20, 90, 3, 0, false, -1, false, 33, 49, false});
+}
+// Decode: one token, the heads of a group as rows, the four waves over the keys of each tile.
+TEST(MfmaModel, KeyTilesD64DecodeGroup8Sinks) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_amd(64)>({1, 300, 8, 0, true, -1, true, -1, -1, false});
+}
+TEST(MfmaModel, KeyTilesD128WindowHoleF16) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_amd(128)>({2, 211, 5, 0, true, 127, true, 64, 80, true});
+}
+// Every key of a row masked: the output is zero (no NaN), only the sink in the sum.
+TEST(MfmaModel, KeyTilesEverythingMaskedButTheSink) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_amd(64)>({1, 40, 4, 0, true, -1, true, 0, 40, false});
+}
+
+}  // namespace
