@@ -2,8 +2,8 @@
 // on 16-bit operands with fp32 accumulators (v_mfma_f32_32x32x8 and _16x16x16, bf16 and f16),
 // the packing of fp32 scores into 16-bit operands, and the few other operations the tiles need.
 // Which lane holds what is in fragment_layouts.hpp; the tiles (tiles_amd.hpp) are written over
-// that. Not run on an AMD GPU here: checked by reading the code objects (tests/python/
-// test_amd_code_objects.py) and by the host model of the layouts (tests/cpp/mfma_model_test.cpp).
+// that. Not run on an AMD GPU here: checked by reading the code objects
+// (tests/cpp/amd_code_objects_test.cpp) and by the host model of the layouts (tests/cpp/mfma_model_test.cpp).
 #pragma once
 
 #include "fragment_layouts.hpp"

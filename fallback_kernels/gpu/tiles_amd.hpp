@@ -8,7 +8,7 @@
 // bytes. What the mainloop (tiled_attention.hpp) asks of an arch, and nothing else.
 //
 // Not run on an AMD GPU here. The layouts are checked by the host model
-// (tests/cpp/mfma_model_test.cpp), the code objects by tests/python/test_amd_code_objects.py
+// (tests/cpp/mfma_model_test.cpp), the code objects by tests/cpp/amd_code_objects_test.cpp
 // (MFMA instructions, registers, LDS, no scratch); the rest is the mainloop the H200 runs.
 #pragma once
 
