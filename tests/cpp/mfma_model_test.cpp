@@ -165,6 +165,7 @@ struct Problem {
   int invalid_from;    // keys from here to invalid_to are outside the cache (paged); -1: none
   int invalid_to;
   bool f16;
+  int splits = 1;      // split-KV parts (the partial outputs merged with the sink, as the merge kernel)
 };
 
 struct Data {
@@ -242,10 +243,21 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
   std::vector<float> out(x.q.size(), NAN);
   const float scale2 = scale * kLog2e;
 
-  for (int row0 = 0; row0 < rows_total; row0 += kBlockM) {
+  // Split-KV: each row's partial (unnormalised output, max in base 2, sum) per split.
+  struct Partial {
+    std::vector<float> o;
+    float m = -INFINITY, l = 0.f;
+  };
+  std::vector<std::vector<Partial>> partials(rows_total, std::vector<Partial>(pb.splits));
+  for (int row0 = 0; row0 < rows_total; row0 += kBlockM)
+  for (int split = 0; split < pb.splits; ++split) {
     const int last_row = std::min(row0 + kBlockM, rows_total) - 1;
     const int lo = key_lo(pb, row0 / pb.group), hi_all = std::max(key_hi(pb, last_row / pb.group), lo);
-    const int n_tiles = (hi_all - lo + S.block_n - 1) / S.block_n;
+    // The kernel's cut into splits of whole tiles.
+    const int n_all = (hi_all - lo + S.block_n - 1) / S.block_n, per_split = (n_all + pb.splits - 1) / pb.splits;
+    const int k_begin = lo + split * per_split * S.block_n;
+    const int k_end = std::min(hi_all, k_begin + per_split * S.block_n);
+    const int n_tiles = k_begin < k_end ? (k_end - k_begin + S.block_n - 1) / S.block_n : 0;
     struct Wave {
       Operand q[kKSteps];
       std::vector<float> m_run, l_run;
@@ -274,11 +286,11 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
     std::vector<float> k_s(S.block_n * kPitch), v_s(S.block_n * kPitch);
     std::vector<uint8_t> valid(S.block_n);
     for (int it = 0; it < n_tiles; ++it) {
-      const int j0 = lo + it * S.block_n;
+      const int j0 = k_begin + it * S.block_n;
       std::fill(k_s.begin(), k_s.end(), NAN), std::fill(v_s.begin(), v_s.end(), NAN);
       for (int r = 0; r < S.block_n; ++r) {
         const int j = j0 + r;
-        const bool ok = j < hi_all && key_in_cache(pb, j);
+        const bool ok = j < k_end && key_in_cache(pb, j);
         valid[r] = ok;
         for (int c = 0; c < D; ++c) {
           k_s[r * kPitch + c] = ok ? x.k[static_cast<size_t>(j) * D + c] : 0.f;
@@ -309,7 +321,7 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
           const int rlo = flat < rows_total ? key_lo(pb, t) : 0, rhi = flat < rows_total ? key_hi(pb, t) : 0;
           for (int e = 0; e < kElems; ++e) {
             const int key = Map::score_key(warp_n, lane, e), j = j0 + key;
-            if (!(j < hi_all && valid[key]) || j < rlo || j >= rhi) score(lane, e) = -INFINITY;
+            if (!(j < k_end && valid[key]) || j < rlo || j >= rhi) score(lane, e) = -INFINITY;
             mx[lane] = std::max(mx[lane], score(lane, e));
           }
         }
@@ -351,8 +363,8 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
         if (flat >= rows_total) continue;
         float mx = -INFINITY;
         for (int wn = 0; wn < S.warps_n; ++wn) mx = std::max(mx, waves[wn * S.warps_m + warp_m].m_run[lane]);
-        const float sink = x.sinks[flat % pb.group] * kLog2e;
-        const float mf = std::max(mx, sink);
+        const float sink = pb.splits > 1 ? -INFINITY : x.sinks[flat % pb.group] * kLog2e;  // split: at the merge
+        const float mf = pb.splits > 1 ? mx : std::max(mx, sink);
         float lf = 0.f;
         std::vector<float> acc(D, 0.f);
         std::vector<bool> held(D, false);  // the dims this lane holds of its row
@@ -372,6 +384,14 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
           }
         }
         lf += sink == -INFINITY ? 0.f : std::exp2(sink - mf);
+        if (pb.splits > 1) {  // partial output: this lane's dims, unnormalised, with (max, sum)
+          Partial& part = partials[flat][split];
+          if (part.o.empty()) part.o.assign(D, NAN);
+          for (int c = 0; c < D; ++c)
+            if (held[c]) part.o[c] = mx == -INFINITY ? 0.f : acc[c];
+          part.m = mx, part.l = lf;
+          continue;
+        }
         for (int c = 0; c < D; ++c) {
           if (!held[c]) continue;
           float& o = out[static_cast<size_t>(flat) * D + c];
@@ -381,6 +401,21 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
       }
     }
   }
+  if (pb.splits > 1)  // the merge: the splits' partials rescaled to one max, the sink entered once
+    for (int flat = 0; flat < rows_total; ++flat) {
+      const float sink = x.sinks[flat % pb.group] * kLog2e;
+      float mf = sink;
+      for (const auto& part : partials[flat]) mf = std::max(mf, part.m);
+      float lf = sink == -INFINITY || mf == -INFINITY ? 0.f : std::exp2(sink - mf);
+      std::vector<float> acc(D, 0.f);
+      for (const auto& part : partials[flat]) {
+        if (part.m == -INFINITY) continue;
+        const float f = std::exp2(part.m - mf);
+        lf += part.l * f;
+        for (int c = 0; c < D; ++c) acc[c] += part.o[c] * f;
+      }
+      for (int c = 0; c < D; ++c) out[static_cast<size_t>(flat) * D + c] = lf > 0 ? r16(acc[c] / lf) : 0.f;
+    }
   return out;
 }
 
@@ -426,6 +461,15 @@ TEST(MfmaModel, KeyTilesD64DecodeGroup8Sinks) {
 TEST(MfmaModel, KeyTilesD128WindowHoleF16) {
   expect_tiles_match_reference<ac_tiled_keys_shape_amd(128)>({2, 211, 5, 0, true, 127, true, 64, 80, true});
 }
+// Split-KV: the keys cut into whole tiles per split (one split empty: 5 tiles over 6 splits),
+// each split's partial output and (max, sum), merged with the sink once.
+TEST(MfmaModel, KeyTilesD128DecodeSplitsMerged) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_amd(128)>({1, 300, 8, 0, true, -1, true, -1, -1, false, 6});
+}
+TEST(MfmaModel, RowTilesD64SplitsMergedWindowF16) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_amd(64)>({40, 700, 2, 0, true, 300, true, 100, 130, true, 3});
+}
+
 // Every key of a row masked: the output is zero (no NaN), only the sink in the sum.
 TEST(MfmaModel, KeyTilesEverythingMaskedButTheSink) {
   expect_tiles_match_reference<ac_tiled_keys_shape_amd(64)>({1, 40, 4, 0, true, -1, true, 0, 40, false});
