@@ -64,7 +64,7 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
           const int64_t base = krow_s[j] + kh * p.k_head;
           float dot = 0.f;
           for (int c = 0; c < d; ++c) dot += q_s[g * d + c] * e.load(p.k, base + c);
-          sc = dot;
+          sc = p.softcap > 0.f ? ac_softcap(dot, p.softcap) : dot;
         }
         p_s[g * AC_KEY_TILE + j] = sc;
       }
@@ -331,6 +331,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
         for (int c = 0; c < E; ++c) dot += q[g][c] * kv[c];
 #pragma unroll
         for (int mask = kLanes / 2; mask > 0; mask /= 2) dot += ac_shfl_xor(dot, mask);
+        if (p.softcap > 0.f) dot = ac_softcap(dot, p.softcap);
         s[u][g] = ok[u] ? dot : -AC_INFINITY;
       }
     }

@@ -7,6 +7,11 @@
 
 namespace {
 
+// The logits soft cap (Gemma 2, Grok; AITer's logits_soft_cap / softcap): cap tanh(s / cap) of
+// the scaled score s, before masks and the sink. tanh from exp2 (the AMD build links no device
+// math library): cap - 2 cap / (e^(2 s / cap) + 1) goes to +-cap at +-inf.
+AC_DEVICE float ac_softcap(float s, float cap) { return cap - 2.f * cap / (ac_exp2(s * (2.8853900817779268f / cap)) + 1.f); }
+
 template <typename T> struct Elem;
 template <> struct Elem<float> {
   AC_DEVICE float load(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }

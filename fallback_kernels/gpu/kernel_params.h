@@ -102,6 +102,7 @@ typedef struct {
   int32_t uniform_q, uniform_k;  // without cu_seqlens: every sequence has this many queries / keys
   int32_t sink_type;             // AC_DTYPE_*
   float scale;
+  float softcap;                 // > 0: scores become softcap tanh(score / softcap); 0: off
 } ac_attention_params;
 
 // merge_attn_states: out = prefix * e^(lse_p - lse) + suffix * e^(lse_s - lse), with

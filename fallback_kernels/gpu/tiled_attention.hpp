@@ -118,7 +118,8 @@ struct TiledAttention : TileContext {
     for (int slot = 0; slot < A::kRowSlots; ++slot) m_run[slot] = -AC_INFINITY, l_run[slot] = 0.f;
 #pragma unroll
     for (int e = 0; e < A::kOutElems; ++e) tiles.at(o, e) = 0.f;
-    const float scale2 = p.scale * kLog2e;
+    // With a soft cap the scores are capped and scaled (to base 2) in place, below.
+    const float scale2 = p.softcap > 0.f ? 1.f : p.scale * kLog2e;
     tiles.begin(warp_m, warp_n, lane);
 
     for (int32_t it = 0; it < n_tiles; ++it) {
@@ -129,6 +130,11 @@ struct TiledAttention : TileContext {
 
       typename A::Scores sc;
       tiles.scores(sc, it, lane);
+      if (p.softcap > 0.f) {
+        const float inv = p.scale / p.softcap, cap2 = p.softcap * kLog2e;
+#pragma unroll
+        for (int e = 0; e < A::kScoreElems; ++e) tiles.at(sc, e) = cap2 * ac_softcap(tiles.at(sc, e) * inv, 1.f);
+      }
 
       if (tiles.pages_masked(it) || j0 < unmasked_lo || j0 + S.block_n > unmasked_hi) {
         const uint8_t* valid = tiles.valid_keys(it);

@@ -113,15 +113,15 @@ const std::vector<KernelRow>& kernel_rows() {
     std::vector<KernelRow> r;
     const std::vector<std::string> matrix_archs = {"sm_", "gfx"};  // mma.sync / MFMA
     r.push_back({K::tiled_keys, "tiled_keys", "matrix-instruction tiles (mma.sync, MFMA), all warps on one 16-row tile (decode)",
-                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, 0, matrix_archs, tiled_names(K::tiled_keys)});
+                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, kSoftcap, matrix_archs, tiled_names(K::tiled_keys)});
     r.push_back({K::tiled_wgmma, "tiled_wgmma", "row tiles on Hopper's warpgroup MMA (prefill, extend)",
-                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, 0, {"sm_90"}, tiled_names(K::tiled_wgmma)});
+                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, kSoftcap, {"sm_90"}, tiled_names(K::tiled_wgmma)});
     r.push_back({K::tiled_rows, "tiled_rows", "row tiles on mma.sync or MFMA (prefill, extend)", KernelDevice::gpu,
-                 KernelOp::attention, half, dims, 0, true, 0, 0, matrix_archs, tiled_names(K::tiled_rows)});
+                 KernelOp::attention, half, dims, 0, true, 0, kSoftcap, matrix_archs, tiled_names(K::tiled_rows)});
     r.push_back({K::decode, "decode", "direct loads, one query per sequence over a paged cache", KernelDevice::gpu,
-                 KernelOp::attention, half, dims, 0, true, AC_DECODE_MAX_GROUP, 0, {}, decode_names()});
+                 KernelOp::attention, half, dims, 0, true, AC_DECODE_MAX_GROUP, kSoftcap, {}, decode_names()});
     r.push_back({K::generic, "generic", "direct loads, any call a GPU route takes", KernelDevice::gpu,
-                 KernelOp::attention, all, {}, AC_MAX_HEAD_DIM, false, AC_MAX_GROUP, 0, {},
+                 KernelOp::attention, all, {}, AC_MAX_HEAD_DIM, false, AC_MAX_GROUP, kSoftcap, {},
                  per_type("ac_attention_", all)});
     r.push_back({K::split_merge, "split_merge", "combines split-KV partial results, the sink entered once",
                  KernelDevice::gpu, KernelOp::split_merge, all, {}, 0, false, 0, 0, {}, per_type("ac_merge_", all)});

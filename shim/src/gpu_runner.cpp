@@ -10,7 +10,7 @@ namespace aiter_compat {
 namespace {
 
 ac_attention_params common(const TensorView& q, const TensorView& out, const TensorView& lse, const TensorView& sinks,
-                           double scale, bool causal, const Window& w, int64_t hk, int64_t dv) {
+                           double scale, double softcap, bool causal, const Window& w, int64_t hk, int64_t dv) {
   ac_attention_params p{};
   p.q = q.data;
   p.out = out.data;
@@ -23,6 +23,7 @@ ac_attention_params common(const TensorView& q, const TensorView& out, const Ten
   p.head_dim = static_cast<int32_t>(q.shape[q.ndim - 1]);
   p.head_dim_v = static_cast<int32_t>(dv);
   p.scale = static_cast<float>(scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(p.head_dim)));
+  p.softcap = static_cast<float>(softcap);
   p.causal = causal;
   p.window_left = static_cast<int32_t>(std::min<int64_t>(w.left, INT32_MAX));
   p.window_right = static_cast<int32_t>(std::min<int64_t>(w.right, INT32_MAX));
@@ -55,7 +56,7 @@ gpu::Vendor vendor_of(DeviceKind d) { return d == DeviceKind::rocm ? gpu::Vendor
 
 gpu::KernelId run_gpu(const VarlenArgs& a, void* stream) {
   const int hd = a.batch_layout ? 2 : 1;
-  ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.causal, a.window, a.k.shape[hd],
+  ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.softcap, a.causal, a.window, a.k.shape[hd],
                                  a.v.shape[a.v.ndim - 1]);
   p.k = a.k.data;
   p.v = a.v.data;
@@ -98,7 +99,7 @@ gpu::KernelId run_gpu(const VarlenArgs& a, void* stream) {
 }
 
 gpu::KernelId run_gpu(const PagedArgs& a, void* stream) {
-  ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.causal, a.window,
+  ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.softcap, a.causal, a.window,
                                  a.k_cache.shape[2], a.v_cache.shape[3]);
   p.paged = 1;
   p.k = a.k_cache.data;

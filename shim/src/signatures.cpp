@@ -61,7 +61,8 @@ std::vector<OpSignature> make_signatures() {
        {P("q", R::q), P("k_cache", R::k), P("v_cache", R::v), P("block_table", R::block_table),
         P("seqused_k", R::seqused_k), O("softmax_scale", D::none, R::softmax_scale),
         O("window_size", D::window, R::window), O("sinks", D::none, R::sinks), O("out", D::none, R::out),
-        O("return_lse", D::false_, R::return_lse), O("cu_seqlens_q", D::none, R::cu_seqlens_q)}},
+        O("return_lse", D::false_, R::return_lse), O("cu_seqlens_q", D::none, R::cu_seqlens_q),
+        O("softcap", D::zero, R::softcap, k::kSoftcap)}},
       // Ours, shaped as vLLM's merge_attn_states, plus sinks: merges two partial attention states
       // (chunked prefill) and adds the sink exactly once.
       {OpId::merge_attn_states, "merge_attn_states", "", "AITer has no sink-aware merge of attention states",

@@ -164,6 +164,19 @@ TEST(Router, ExactlyOneCallerIsToldItDecided) {
   EXPECT_EQ(router.decided().front().second.calls.value(), 16u);  // copies carry the count
 }
 
+// A soft cap is taken by every GPU attention kernel; dropout by none (the CPU reference neither).
+TEST(Router, SoftcapRunsOnTheGpuKernelsDropoutDoesNot) {
+  Router router(caps_for("0.1.9.post1", "gfx942"), Policy::prefer_fallback);
+  CallFeatures f = vllm_prefill(true);
+  f.softcap = true;
+  const Route& r = router.route(f);
+  ASSERT_EQ(r.kind, RouteKind::fallback_gpu) << ::testing::PrintToString(r.kernels.size());
+  for (const auto& k : r.kernels)
+    if (k.name != "tiled_wgmma") EXPECT_TRUE(k.accepted) << k.name << ": " << ::testing::PrintToString(k.reasons);
+  f.softcap = false, f.dropout = true;
+  EXPECT_TRUE(any_reason(router.route(f), "takes no dropout"));
+}
+
 TEST(Router, GpuKernelLimitsAreReasons) {
   Router router(caps_for("0.1.9.post1", "gfx942"), Policy::automatic);
   CallFeatures f = vllm_prefill(true);
