@@ -29,7 +29,7 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
   const int32_t chunk = (hi - lo + p.num_splits - 1) / p.num_splits;
   const int32_t k_begin = lo + split * chunk, k_end = hi < k_begin + chunk ? hi : k_begin + chunk;
 
-  AC_SHARED float q_s[AC_MAX_GROUP * AC_MAX_HEAD_DIM];
+  AC_SHARED float q_s[AC_MAX_GROUP_ELEMS];  // the group's scaled queries (group x d)
   AC_SHARED float p_s[AC_MAX_GROUP * AC_KEY_TILE];
   AC_SHARED float m_s[AC_MAX_GROUP], l_s[AC_MAX_GROUP], alpha_s[AC_MAX_GROUP];
   AC_SHARED int64_t krow_s[AC_KEY_TILE], vrow_s[AC_KEY_TILE];
@@ -42,7 +42,7 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
     m_s[tid] = -AC_INFINITY;
     l_s[tid] = 0.f;
   }
-  constexpr int kPairs = AC_MAX_GROUP * AC_MAX_HEAD_DIM / AC_THREADS;
+  constexpr int kPairs = AC_MAX_GROUP_ELEMS / AC_THREADS;  // (head, channel) outputs per thread
   float acc[kPairs];
 #pragma unroll
   for (int k = 0; k < kPairs; ++k) acc[k] = 0.f;

@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 #define AC_MAX_GROUP 16     // query heads per KV head handled by one block
-#define AC_MAX_HEAD_DIM 128
+#define AC_MAX_HEAD_DIM 256
+#define AC_MAX_GROUP_ELEMS 2048  // generic kernel: query heads per KV head x head dim (q/k or v, the larger)
 #define AC_THREADS 128      // threads per block (two AMD waves, four NVIDIA warps)
 #define AC_KEY_TILE 64      // keys scored per step
 #define AC_MAX_SPLITS 64    // split-KV parts per query at most (the merge kernel's shared weights)

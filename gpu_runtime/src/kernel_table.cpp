@@ -123,6 +123,7 @@ const std::vector<KernelRow>& kernel_rows() {
     r.push_back({K::generic, "generic", "direct loads, any call a GPU route takes", KernelDevice::gpu,
                  KernelOp::attention, all, {}, AC_MAX_HEAD_DIM, false, AC_MAX_GROUP, kSoftcap, {},
                  per_type("ac_attention_", all)});
+    r.back().max_group_elems = AC_MAX_GROUP_ELEMS;  // a block holds its group's queries and outputs
     r.push_back({K::split_merge, "split_merge", "combines split-KV partial results, the sink entered once",
                  KernelDevice::gpu, KernelOp::split_merge, all, {}, 0, false, 0, 0, {}, per_type("ac_merge_", all)});
     r.push_back({K::merge_states, "merge_states", "merge_attn_states with the sink entered once", KernelDevice::gpu,
@@ -163,6 +164,11 @@ std::vector<std::string> KernelRow::route_reasons(const KernelQuery& q) const {
     if (max_group && q.kv_heads > 0 && q.q_heads / q.kv_heads > max_group)
       why.push_back(std::to_string(q.q_heads / q.kv_heads) + " query heads per KV head: at most " +
                     std::to_string(max_group));
+    const int widest = q.head_dim > q.head_dim_v ? q.head_dim : q.head_dim_v;
+    if (max_group_elems && q.kv_heads > 0 && q.q_heads / q.kv_heads * widest > max_group_elems)
+      why.push_back(std::to_string(q.q_heads / q.kv_heads) + " query heads per KV head x head dim " +
+                    std::to_string(widest) + " = " + std::to_string(q.q_heads / q.kv_heads * widest) + ": at most " +
+                    std::to_string(max_group_elems));
     if (device == KernelDevice::gpu && !q.batch_contiguous)
       why.push_back("batch layout with sequences not one token stride apart (q/k/v/out strides)");
   }

@@ -164,24 +164,40 @@ TEST(Router, ExactlyOneCallerIsToldItDecided) {
   EXPECT_EQ(router.decided().front().second.calls.value(), 16u);  // copies carry the count
 }
 
-// A soft cap is taken by every GPU attention kernel; dropout by none (the CPU reference neither).
+// A soft cap is taken by every GPU attention kernel; dropout by none.
 TEST(Router, SoftcapRunsOnTheGpuKernelsDropoutDoesNot) {
   Router router(caps_for("0.1.9.post1", "gfx942"), Policy::prefer_fallback);
   CallFeatures f = vllm_prefill(true);
   f.softcap = true;
+  f.nondefault |= bit(f.op, "logits_soft_cap");
   const Route& r = router.route(f);
-  ASSERT_EQ(r.kind, RouteKind::fallback_gpu) << ::testing::PrintToString(r.kernels.size());
+  ASSERT_EQ(r.kind, RouteKind::fallback_gpu);
+  ASSERT_FALSE(r.kernels.empty());
   for (const auto& k : r.kernels)
     if (k.name != "tiled_wgmma") EXPECT_TRUE(k.accepted) << k.name << ": " << ::testing::PrintToString(k.reasons);
-  f.softcap = false, f.dropout = true;
-  EXPECT_TRUE(any_reason(router.route(f), "takes no dropout"));
+  f = vllm_prefill(true);
+  f.dropout = true;
+  f.nondefault |= bit(f.op, "dropout_p");
+  const Route& d = router.route(f);
+  EXPECT_NE(d.kind, RouteKind::fallback_gpu);
+  for (const auto& k : d.kernels) EXPECT_FALSE(k.accepted) << k.name;
+  std::string all;
+  for (const auto& c : d.candidates)
+    for (const auto& why : c.reasons) all += c.name + ": " + why + "; ";
+  EXPECT_TRUE(any_reason(d, "dropout_p is not supported")) << all;
 }
 
 TEST(Router, GpuKernelLimitsAreReasons) {
   Router router(caps_for("0.1.9.post1", "gfx942"), Policy::automatic);
   CallFeatures f = vllm_prefill(true);
+  f.head_dim_qk = f.head_dim_v = 512;
+  EXPECT_TRUE(any_reason(router.route(f), "head dims 512/512: takes up to 256"));
+  // Head dim 256: the generic kernel, while the group's queries fit a block.
   f.head_dim_qk = f.head_dim_v = 256;
-  EXPECT_TRUE(any_reason(router.route(f), "head dims 256/256: takes up to 128"));
+  EXPECT_EQ(router.route(f).kind, RouteKind::fallback_gpu);
+  f.q_heads = 16 * f.kv_heads;
+  EXPECT_TRUE(any_reason(router.route(f), "16 query heads per KV head x head dim 256 = 4096: at most 2048"));
+  f = vllm_prefill(true);
   // Head dim 96: the generic kernel takes it, the tiled and decode ones pass it over, saying why.
   f.head_dim_qk = f.head_dim_v = 96;
   const Route& r96 = router.route(f);

@@ -65,6 +65,7 @@ struct KernelRow {
   uint32_t features = 0;         // KernelFeature bits it takes
   std::vector<std::string> arch_prefixes;  // the archs it is built for start with one of these (none: every arch)
   std::vector<std::string> functions;  // its entry points in each code object built for those archs
+  int max_group_elems = 0;       // query heads per KV head x the larger head dim; 0: no limit
   bool built_for(const std::string& arch) const;
   std::vector<std::string> route_reasons(const KernelQuery& q) const;
 };
