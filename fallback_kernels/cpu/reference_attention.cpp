@@ -42,6 +42,7 @@ struct Sequence {
   int64_t q_len, k_len;
   std::vector<int64_t> q_rows, k_rows, v_rows, out_rows;  // element offsets of token rows (head 0)
   std::vector<int64_t> lse_rows;                   // element offsets of lse for head 0 (per query token)
+  std::vector<double> qk_descale, v_descale;        // per kv head (unified_attention's descales); empty: 1
 };
 
 struct Common {
@@ -62,6 +63,7 @@ void attend_sequence(const Common& c, const Sequence& s) {
   for (int64_t h = 0; h < hq; ++h) {
     const int64_t kh = h / group;
     const double sink = sink_of(*c.sinks, h);
+    const double qk = s.qk_descale.empty() ? 1.0 : s.qk_descale[kh], vd = s.v_descale.empty() ? 1.0 : s.v_descale[kh];
     for (int64_t i = 0; i < s.q_len; ++i) {
       const int64_t p = i + (s.k_len - s.q_len);
       int64_t lo = 0, hi = s.k_len;  // keys [lo, hi)
@@ -73,7 +75,7 @@ void attend_sequence(const Common& c, const Sequence& s) {
         double dot = 0;
         const int64_t qo = s.q_rows[i] + h * c.q_head_stride, ko = s.k_rows[j] + kh * c.k_head_stride;
         for (int64_t e = 0; e < d; ++e) dot += load(c.q->dtype, c.q->data, qo + e) * load(c.k->dtype, c.k->data, ko + e);
-        double sc = dot * c.scale;
+        double sc = dot * c.scale * qk;
         if (c.softcap > 0) sc = c.softcap * std::tanh(sc / c.softcap);
         scores[j] = sc;
         m = std::max(m, sc);
@@ -87,7 +89,7 @@ void attend_sequence(const Common& c, const Sequence& s) {
         for (int64_t e = 0; e < dv; ++e) acc[e] += w * load(c.v->dtype, c.v->data, vo + e);
       }
       const int64_t oo = s.out_rows[i] + h * c.out_head_stride;
-      for (int64_t e = 0; e < dv; ++e) store(c.out->dtype, c.out->data, oo + e, denom > 0 ? acc[e] / denom : 0.0);
+      for (int64_t e = 0; e < dv; ++e) store(c.out->dtype, c.out->data, oo + e, denom > 0 ? acc[e] * vd / denom : 0.0);
       if (c.lse->defined()) {
         double lse = denom > 0 ? m + std::log(denom) : -std::numeric_limits<double>::infinity();
         static_cast<float*>(c.lse->data)[s.lse_rows[i] + h * c.lse_head_stride] = static_cast<float>(lse);
@@ -156,6 +158,11 @@ void paged_attention(const PagedArgs& a) {
       s.out_rows.push_back((q0 + i) * a.out.strides[0]);
       s.lse_rows.push_back(a.lse.defined() ? (q0 + i) * a.lse.strides[1] : 0);
     }
+    if (a.q_descale.defined() || a.k_descale.defined() || a.v_descale.defined())
+      for (int64_t kh = 0; kh < a.k_cache.shape[2]; ++kh) {
+        s.qk_descale.push_back(descale_at(a.q_descale, 0, 0) * descale_at(a.k_descale, b, kh));
+        s.v_descale.push_back(descale_at(a.v_descale, b, kh));
+      }
     const auto* table = static_cast<const int32_t*>(a.block_table.data) + b * a.block_table.strides[0];
     for (int64_t j = 0; j < s.k_len; ++j) {
       int64_t block = table[(j / bs) * a.block_table.strides[1]];

@@ -34,9 +34,10 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
   AC_SHARED float m_s[AC_MAX_GROUP], l_s[AC_MAX_GROUP], alpha_s[AC_MAX_GROUP];
   AC_SHARED int64_t krow_s[AC_KEY_TILE], vrow_s[AC_KEY_TILE];
 
+  const float q_scale = p.scale * ac_qk_descale(p, s.b, kh), v_scale = ac_v_descale(p, s.b, kh);
   for (int x = tid; x < group * d; x += AC_THREADS) {
     int g = x / d, c = x % d;
-    q_s[x] = e.load(p.q, token * p.q_tok + (kh * group + g) * p.q_head + c) * p.scale;
+    q_s[x] = e.load(p.q, token * p.q_tok + (kh * group + g) * p.q_head + c) * q_scale;
   }
   if (tid < group) {
     m_s[tid] = -AC_INFINITY;
@@ -106,14 +107,14 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
     if (g >= group) continue;
     const int32_t h = kh * group + g;
     if (p.num_splits > 1) {
-      p.partial_out[((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * dv + c] = acc[k];
+      p.partial_out[((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * dv + c] = acc[k] * v_scale;
       continue;
     }
     const float sink = ac_sink(p, h);
     const float m = m_s[g] > sink ? m_s[g] : sink;
     const float scale_old = m == -AC_INFINITY ? 0.f : ac_exp(m_s[g] - m);
     const float l = l_s[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - m));
-    e.store(p.out, token * p.out_tok + h * p.out_head + c, l > 0.f ? acc[k] * scale_old / l : 0.f);
+    e.store(p.out, token * p.out_tok + h * p.out_head + c, l > 0.f ? acc[k] * v_scale * scale_old / l : 0.f);
     if (c == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = l > 0.f ? m + ac_log(l) : -AC_INFINITY;
   }
   if (p.num_splits > 1 && tid < group) {
@@ -277,6 +278,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
   const int32_t chunk = (hi - lo + p.num_splits - 1) / p.num_splits;
   const int32_t k_begin = lo + split * chunk, k_end = hi < k_begin + chunk ? hi : k_begin + chunk;
   const int32_t* table = p.block_table + b * p.bt_row;
+  const float q_scale = p.scale * ac_qk_descale(p, b, kh);
 
   float q[G][E];
 #pragma unroll
@@ -286,7 +288,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
                                           lane * E);
       unpack<T, E>(raw, q[g]);
 #pragma unroll
-      for (int c = 0; c < E; ++c) q[g][c] *= p.scale;
+      for (int c = 0; c < E; ++c) q[g][c] *= q_scale;
     } else {
 #pragma unroll
       for (int c = 0; c < E; ++c) q[g][c] = 0.f;
@@ -422,7 +424,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
     const int g = x / D, c = x % D;
     const int32_t h = kh * group + g;
     if (p.num_splits > 1) {
-      p.partial_out[((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * D + c] = acc_blk[x];
+      p.partial_out[((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * D + c] = acc_blk[x] * ac_v_descale(p, b, kh);
       if (c == 0) {
         float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * 2;
         ml[0] = m_blk[g];
@@ -434,7 +436,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
     const float mm = m_blk[g] > sink ? m_blk[g] : sink;
     const float scale_old = mm == -AC_INFINITY ? 0.f : ac_exp(m_blk[g] - mm);
     const float ll = l_blk[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - mm));
-    e.store(p.out, b * p.out_tok + h * p.out_head + c, ll > 0.f ? acc_blk[x] * scale_old / ll : 0.f);
+    e.store(p.out, b * p.out_tok + h * p.out_head + c, ll > 0.f ? acc_blk[x] * ac_v_descale(p, b, kh) * scale_old / ll : 0.f);
     if (c == 0 && p.lse) p.lse[h * p.lse_head + b * p.lse_tok] = ll > 0.f ? mm + ac_log(ll) : -AC_INFINITY;
   }
 }

@@ -12,6 +12,14 @@ namespace {
 // math library): cap - 2 cap / (e^(2 s / cap) + 1) goes to +-cap at +-inf.
 AC_DEVICE float ac_softcap(float s, float cap) { return cap - 2.f * cap / (ac_exp2(s * (2.8853900817779268f / cap)) + 1.f); }
 
+// The descales of sequence b, KV head kh: q_descale k_descale (scores) and v_descale (outputs).
+AC_DEVICE float ac_qk_descale(const ac_attention_params& p, int32_t b, int32_t kh) {
+  return (p.q_descale ? p.q_descale[0] : 1.f) * (p.k_descale ? p.k_descale[b * p.kd_seq + kh * p.kd_head] : 1.f);
+}
+AC_DEVICE float ac_v_descale(const ac_attention_params& p, int32_t b, int32_t kh) {
+  return p.v_descale ? p.v_descale[b * p.vd_seq + kh * p.vd_head] : 1.f;
+}
+
 template <typename T> struct Elem;
 template <> struct Elem<float> {
   AC_DEVICE float load(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }

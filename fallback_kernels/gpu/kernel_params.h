@@ -104,6 +104,13 @@ typedef struct {
   int32_t sink_type;             // AC_DTYPE_*
   float scale;
   float softcap;                 // > 0: scores become softcap tanh(score / softcap); 0: off
+  // AITer's descales (unified_attention's q_descale, k_descale, v_descale; fp32, or null for 1):
+  // scores are scaled by q_descale[0] k_descale[b, kh], outputs by v_descale[b, kh] (strides in
+  // elements, 0 where broadcast: vLLM passes one scalar expanded to [batch, Hk]).
+  const float* q_descale;
+  const float* k_descale;
+  const float* v_descale;
+  int64_t kd_seq, kd_head, vd_seq, vd_head;
 } ac_attention_params;
 
 // merge_attn_states: out = prefix * e^(lse_p - lse) + suffix * e^(lse_s - lse), with

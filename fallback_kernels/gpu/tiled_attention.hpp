@@ -39,6 +39,10 @@ struct TiledAttention : TileContext {
   static constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
   unsigned char* smem;  // the block's shared memory (each m-tile lays its tiles out afresh)
+  // The softmax scale times AITer's q and k descales, and its v descale, read at the block's
+  // start: their pointers and strides held to the epilogue cost scalar registers (the AMD paged
+  // "keys" kernel spilled them, with a scratch slot).
+  float qk_scale, v_scale;
 
   // Keys of query token t (position t + k_len - q_len): [lo, hi).
   AC_MEMBER int32_t key_lo(int32_t t) const {
@@ -119,7 +123,8 @@ struct TiledAttention : TileContext {
 #pragma unroll
     for (int e = 0; e < A::kOutElems; ++e) tiles.at(o, e) = 0.f;
     // With a soft cap the scores are capped and scaled (to base 2) in place, below.
-    const float scale2 = p.softcap > 0.f ? 1.f : p.scale * kLog2e;
+
+    const float scale2 = p.softcap > 0.f ? 1.f : qk_scale * kLog2e;
     tiles.begin(warp_m, warp_n, lane);
 
     for (int32_t it = 0; it < n_tiles; ++it) {
@@ -131,7 +136,7 @@ struct TiledAttention : TileContext {
       typename A::Scores sc;
       tiles.scores(sc, it, lane);
       if (p.softcap > 0.f) {
-        const float inv = p.scale / p.softcap, cap2 = p.softcap * kLog2e;
+        const float inv = qk_scale / p.softcap, cap2 = p.softcap * kLog2e;
 #pragma unroll
         for (int e = 0; e < A::kScoreElems; ++e) tiles.at(sc, e) = cap2 * ac_softcap(tiles.at(sc, e) * inv, 1.f);
       }
@@ -183,9 +188,9 @@ struct TiledAttention : TileContext {
 
     tiles.drain();
     if constexpr (A::kDirectStore) {
-      tiles.store_direct(*this, o, m_run[0], l_run[0], split, warp_m, lane);
+      tiles.store_direct(*this, o, m_run[0], l_run[0], split, warp_m, lane, v_scale);
     } else {
-      epilogue(tiles, o, m_run, l_run, split, warp_m, warp_n, lane, tid);
+      epilogue(tiles, o, m_run, l_run, split, warp_m, warp_n, lane, tid, v_scale);
     }
     ac_sync();  // the next m-tile reuses shared memory
   }
@@ -193,7 +198,7 @@ struct TiledAttention : TileContext {
   // Every warp's rows into shared memory (the key tiles are free now), then each (row, 16-byte
   // chunk) combined over the warps that split its keys and written once.
   AC_MEMBER void epilogue(A& tiles, typename A::Out& o, float (&m_run)[A::kRowSlots], float (&l_run)[A::kRowSlots], int32_t split,
-                          int warp_m, int warp_n, int lane, int tid) {
+                          int warp_m, int warp_n, int lane, int tid, float v_scale) {
     float* o_s = tiles.epilogue_buffer();
     float* m_s = o_s + S.warps_n * kBlockM * S.out_stride();
     float* l_s = m_s + S.warps_n * kBlockM;
@@ -230,7 +235,7 @@ struct TiledAttention : TileContext {
       if (p.num_splits > 1) {
         float* dst = p.partial_out + ((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * D + c * 8;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) dst[i] = acc[i];
+        for (int i = 0; i < 8; ++i) dst[i] = acc[i] * v_scale;
         if (c == 0) {
           float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * 2;
           ml[0] = mx == -AC_INFINITY ? -AC_INFINITY : mx * kLn2;
@@ -242,7 +247,7 @@ struct TiledAttention : TileContext {
       const float mf = fmaxf(mx, sink);
       const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(mx - mf);
       const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
-      const float inv = lf > 0.f ? keep / lf : 0.f;
+      const float inv = lf > 0.f ? keep * v_scale / lf : 0.f;
       ac_u32x4 packed;
       packed.x = tiles.pack(acc[0] * inv, acc[1] * inv);
       packed.y = tiles.pack(acc[2] * inv, acc[3] * inv);
@@ -262,10 +267,12 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   const int32_t b = ac_block_z() / p.num_splits, split = ac_block_z() % p.num_splits;
   if (b >= p.batch) return;
   const int32_t group = p.hq / p.hk;
+  const int32_t kh = ac_block_y();
+  const float qk_scale = p.scale * ac_qk_descale(p, b, kh), v_scale = ac_v_descale(p, b, kh);
   const Sequence seq = sequence_at(p, b);
-  Block a{{p, seq, static_cast<int32_t>(ac_block_y()), group, seq.q_len * group, 0, 0, 0,
+  Block a{{p, seq, kh, group, seq.q_len * group, 0, 0, 0,
            p.block_size > 0 && (p.block_size & (p.block_size - 1)) == 0 ? ac_ffs(p.block_size) - 1 : -1},
-          smem};
+          smem, qk_scale, v_scale};
   const int32_t m_tiles = (a.rows_total + Block::kBlockM - 1) / Block::kBlockM;
   for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.run(m_tiles - 1 - i, split);
 }

@@ -209,7 +209,8 @@ struct AmdTiles {
 
   // Row tiles: this lane's row, finished (sink, normalisation) and stored from registers, 4
   // consecutive dims per store; or, split, its fp32 partial output and (max, sum).
-  AC_MEMBER void store_direct(const TileContext& c, Out& o, float m, float l_part, int32_t split, int warp_m, int lane) {
+  AC_MEMBER void store_direct(const TileContext& c, Out& o, float m, float l_part, int32_t split, int warp_m, int lane,
+                              float v_scale) {
     constexpr float kLn2 = 0.6931471805599453f;
     const float l = row_sum(l_part);
     const int row = slot_row(warp_m, lane, 0);
@@ -223,7 +224,8 @@ struct AmdTiles {
 #pragma unroll
         for (int g = 0; g < L::kRegs / 4; ++g)
           *reinterpret_cast<ac_f32x4*>(dst + Map::out_dim(lane, b * L::kRegs + 4 * g)) =
-              ac_f32x4{o.v[b].v[4 * g], o.v[b].v[4 * g + 1], o.v[b].v[4 * g + 2], o.v[b].v[4 * g + 3]};
+              ac_f32x4{o.v[b].v[4 * g] * v_scale, o.v[b].v[4 * g + 1] * v_scale, o.v[b].v[4 * g + 2] * v_scale,
+                       o.v[b].v[4 * g + 3] * v_scale};
       if (slot_writer(lane)) {
         float* ml = c.p.partial_ml + ((static_cast<int64_t>(split) * c.p.total_q + token) * c.p.hq + h) * 2;
         ml[0] = m == -AC_INFINITY ? -AC_INFINITY : m * kLn2;
@@ -235,7 +237,7 @@ struct AmdTiles {
     const float mf = fmaxf(m, sink);
     const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(m - mf);
     const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
-    const float inv = lf > 0.f ? keep / lf : 0.f;
+    const float inv = lf > 0.f ? keep * v_scale / lf : 0.f;
     uint16_t* dst = static_cast<uint16_t*>(c.p.out) + token * c.p.out_tok + h * c.p.out_head;
 #pragma unroll
     for (int b = 0; b < kDimBlocks; ++b)

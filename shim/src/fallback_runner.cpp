@@ -111,6 +111,9 @@ FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   a.causal = f.causal;
   a.window = window_of(c);
   a.softcap = number_of(c, Role::softcap);
+  a.q_descale = view_of(c, Role::q_descale);
+  a.k_descale = view_of(c, Role::k_descale);
+  a.v_descale = view_of(c, Role::v_descale);
   std::vector<int32_t> arange;  // decode without cu_seqlens_q: one query token per sequence
   const int cu = sig.index_of(Role::cu_seqlens_q);
   if (c.given(cu)) {

@@ -116,6 +116,11 @@ gpu::KernelId run_gpu(const PagedArgs& a, void* stream) {
   p.block_size = static_cast<int32_t>(a.k_cache.shape[1]);
   p.max_blocks = static_cast<int32_t>(a.block_table.shape[1]);
   p.batch = static_cast<int32_t>(a.block_table.shape[0]);
+  p.q_descale = a.q_descale.defined() ? static_cast<const float*>(a.q_descale.data) : nullptr;
+  p.k_descale = a.k_descale.defined() ? static_cast<const float*>(a.k_descale.data) : nullptr;
+  p.v_descale = a.v_descale.defined() ? static_cast<const float*>(a.v_descale.data) : nullptr;
+  if (p.k_descale) descale_strides(a.k_descale, &p.kd_seq, &p.kd_head);
+  if (p.v_descale) descale_strides(a.v_descale, &p.vd_seq, &p.vd_head);
   p.total_q = static_cast<int32_t>(a.q.shape[0]);
   // One query per sequence (decode) needs no cu_seqlens_q: given, or implied by batch == tokens
   // with max_seqlen_q == 1.

@@ -177,6 +177,19 @@ void validate_varlen(const VarlenArgs& a, bool read) {
   need_no_overlap("lse", a.lse, {{"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"out", &a.out}, {"sinks", &a.sinks}});
 }
 
+// A descale: float32 on q's device, of shape [batch, kv_heads] or one that broadcasts to it
+// ([], [1], [1, 1], [batch, 1], [1, kv_heads]); q_descale a single element.
+void check_descale(const char* name, const TensorView& t, int64_t batch, int64_t hk, const TensorView& q) {
+  if (!t.defined()) return;
+  need_dtype(name, t, DType::f32);
+  need_same_device(name, t, q);
+  if (t.ndim > 2) bad(name, str(t.ndim) + " dimensions", batch == 1 && hk == 1 ? "one element" : "[batch, kv_heads] or less");
+  const int64_t rows = t.ndim == 2 ? t.shape[0] : 1, cols = t.ndim == 2 ? t.shape[1] : t.ndim == 1 ? t.shape[0] : 1;
+  if ((rows != 1 && rows != batch) || (cols != 1 && cols != hk))
+    bad(name, "shape " + str(rows) + " x " + str(cols),
+        batch == 1 && hk == 1 ? "one element" : "[" + str(batch) + ", " + str(hk) + "] (batch, kv_heads) or broadcastable to it");
+}
+
 void validate_paged(const PagedArgs& a, bool read) {
   need_defined("q", a.q);
   need_defined("k_cache", a.k_cache);
@@ -213,6 +226,9 @@ void validate_paged(const PagedArgs& a, bool read) {
   need_dim("block_table", a.block_table, 0, batch, "batch, from cu_seqlens_q");
   need_same_device("block_table", a.block_table, a.q);
   check_sinks(a.sinks, hq, a.q, read);
+  check_descale("q_descale", a.q_descale, 1, 1, a.q);
+  check_descale("k_descale", a.k_descale, batch, hk, a.q);
+  check_descale("v_descale", a.v_descale, batch, hk, a.q);
   if (a.out.defined()) {
     need_dtype("out", a.out, a.q.dtype);
     need_ndim("out", a.out, 3, "[tokens, heads, head_dim]");

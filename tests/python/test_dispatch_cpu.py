@@ -249,3 +249,49 @@ def test_softmax_scale_as_a_zero_dim_array():
     a = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 4, 4, softmax_scale=np.array(0.3, np.float32))
     b = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 4, 4, softmax_scale=float(np.float32(0.3)))
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("shape", ["scalar expanded", "per sequence and kv head"])
+def test_unified_attention_applies_the_descales(shape):
+    """AITer's unified_attention multiplies the scores by q_descale k_descale and the output by
+    v_descale ([num_seqs, num_kv_heads]; vLLM passes its scalar scale expanded to that shape, stride
+    0): the same as attention over q, k and v scaled by them."""
+    ctx, qlen = [13, 1, 20], [13, 1, 3]
+    q, kc, vc, table, used, cu_q, contiguous = paged_case(ctx, qlen, 8, 2, 16, 16)
+    sinks = RNG.standard_normal(8).astype(np.float32)
+    qd = np.array([0.5], np.float32)
+    if shape == "scalar expanded":
+        expand = lambda x: np.lib.stride_tricks.as_strided(np.array([x], np.float32), shape=(3, 2), strides=(0, 0))
+        kd, vd = expand(1.7), expand(0.3)
+    else:
+        kd = RNG.uniform(0.5, 2.0, (3, 2)).astype(np.float32)
+        vd = RNG.uniform(0.5, 2.0, (3, 2)).astype(np.float32)
+    out = np.full(q.shape, np.nan, np.float32)
+    aiter_compat.unified_attention(q, kc, vc, out, cu_q, max(qlen), used, max(ctx), 0.25, True, (-1, -1), table, 0,
+                                   qd, kd, vd, sinks=sinks)
+    for b in range(len(ctx)):
+        qs = slice(cu_q[b], cu_q[b + 1])
+        k, v = contiguous(kc, b), contiguous(vc, b)
+        want, _ = attention(q[qs] * qd[0], k * kd[b][None, :, None], v * vd[b][None, :, None], 0.25, True, (-1, -1),
+                            sinks)
+        np.testing.assert_allclose(out[qs], want, atol=2e-5, rtol=2e-5)
+    plain = np.full(q.shape, np.nan, np.float32)
+    aiter_compat.unified_attention(q, kc, vc, plain, cu_q, max(qlen), used, max(ctx), 0.25, True, (-1, -1), table, 0,
+                                   None, None, None, sinks=sinks)
+    assert np.abs(plain - out).max() > 1e-2, "the descales should change the result"
+
+
+@pytest.mark.parametrize("name,value,needed", [
+    ("k_descale", np.ones((3, 3), np.float32), "[3, 2] (batch, kv_heads) or broadcastable to it"),
+    ("v_descale", np.ones((3, 2), np.float64), "float32"),
+    ("q_descale", np.ones(2, np.float32), "one element"),
+])
+def test_unified_attention_descale_errors_name_the_argument(name, value, needed):
+    ctx, qlen = [13, 1, 20], [13, 1, 3]
+    q, kc, vc, table, used, cu_q, _ = paged_case(ctx, qlen, 8, 2, 16, 16)
+    d = {"q_descale": None, "k_descale": None, "v_descale": None, name: value}
+    out = np.zeros(q.shape, np.float32)
+    with pytest.raises(Exception) as e:
+        aiter_compat.unified_attention(q, kc, vc, out, cu_q, max(qlen), used, max(ctx), 0.25, True, (-1, -1), table, 0,
+                                       d["q_descale"], d["k_descale"], d["v_descale"])
+    assert name in str(e.value) and needed in str(e.value), str(e.value)

@@ -32,6 +32,19 @@ struct VarlenArgs {
 // q [total_q, Hq, D], k_cache [num_blocks, block_size, Hk, D], v_cache [.., Hk, Dv],
 // cu_seqlens_q int32 [B+1], seqused_k int32 [B] (context length including the new tokens),
 // block_table int32 [B, max_blocks]; out [total_q, Hq, Dv]; lse fp32 [Hq, total_q].
+// Element strides of a descale over (sequence, kv head), 0 where it broadcasts (validated shapes:
+// [], [1], [kv_heads], [batch or 1, kv_heads or 1]).
+inline void descale_strides(const TensorView& t, int64_t* seq, int64_t* head) {
+  *seq = t.ndim == 2 && t.shape[0] != 1 ? t.strides[0] : 0;
+  *head = t.ndim == 2 ? (t.shape[1] != 1 ? t.strides[1] : 0) : t.ndim == 1 && t.shape[0] != 1 ? t.strides[0] : 0;
+}
+inline double descale_at(const TensorView& t, int64_t b, int64_t kh) {
+  if (!t.defined()) return 1.0;
+  int64_t s, h;
+  descale_strides(t, &s, &h);
+  return static_cast<const float*>(t.data)[b * s + kh * h];
+}
+
 struct PagedArgs {
   TensorView q, k_cache, v_cache, cu_seqlens_q, seqused_k, block_table, sinks, out, lse;
   int64_t max_seqlen_q = 0, max_seqlen_k = 0;
@@ -39,6 +52,9 @@ struct PagedArgs {
   bool causal = true;
   Window window;
   double softcap = 0;
+  // unified_attention's descales (fp32; null for 1): scores times q_descale k_descale[b, kh],
+  // outputs times v_descale[b, kh]; q_descale one element, k/v [batch, Hk] or broadcast to it.
+  TensorView q_descale, k_descale, v_descale;
   bool has_alibi = false, has_q_descale = false;
   // Decode without cu_seqlens_q: query token t is sequence t. cu_seqlens_q then holds a host
   // arange for the CPU kernel; the GPU kernels ignore it.

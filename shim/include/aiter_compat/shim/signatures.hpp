@@ -35,6 +35,7 @@ enum class Role : uint8_t {
   none,  // read by no fallback (speed hints, AITer-only switches)
   q, k, v, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, block_table, sinks,
   softmax_scale, causal, window, softcap, dropout, bias, alibi, return_lse, return_attn_probs, descale,
+  q_descale, k_descale, v_descale,  // unified_attention's descales, applied by the fallbacks to 16-bit caches
   output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse,
   count_
 };
