@@ -1,6 +1,8 @@
 // `aiter-compat selftest`: the self-test of every family on the present GPU, as a table or JSON.
+#include <cstdlib>
 #include <iostream>
 
+#include "aiter_compat/shim/log.hpp"
 #include "aiter_compat/shim/selftest_report.hpp"
 #include "commands.hpp"
 
@@ -17,6 +19,8 @@ CLI::App* add_selftest_command(CLI::App& app, SelftestArgs& args) {
 }
 
 int run_selftest_command(const SelftestArgs& args) {
+  // The table says what failed and why; the library's warnings would say it again on stderr.
+  if (!std::getenv("AITER_COMPAT_LOG_LEVEL")) log().set_level(spdlog::level::err);
   selftest::Run run;
   try {
     run = selftest::run_on_present_gpus(/*fresh=*/true, args.device >= 0 ? std::optional<int>(args.device) : std::nullopt,

@@ -1,6 +1,7 @@
 #include "aiter_compat/gpu_runtime/launch.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -147,18 +148,24 @@ Plan settle_splits(const AttentionLaunch& c, Plan k) {
   return k;
 }
 
+std::atomic<int> g_forced_row{-1};  // force_row(): -1 for none
+
 Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
   const ac_attention_params& p = c.params;
   Plan k;
+  const int forced = g_forced_row.load(std::memory_order_relaxed);
+  const std::optional<KernelId> only = c.only_row ? c.only_row : forced >= 0 ? std::optional<KernelId>(static_cast<KernelId>(forced)) : std::nullopt;
+  if (!c.only_row && only && family_failed(c, *only, p.head_dim))
+    throw GpuError("kernel row " + kernel_row(*only).name + " failed its self-test on this device");
   for (KernelId id : {KernelId::tiled_keys, KernelId::tiled_wgmma, KernelId::tiled_rows, KernelId::decode, KernelId::generic}) {
-    if (c.only_row ? id != *c.only_row : family_failed(c, id, p.head_dim)) continue;
+    if (only ? id != *only : family_failed(c, id, p.head_dim)) continue;
     void* fn = m.kernel(id, p.paged != 0, c.dtype, p.head_dim);
     if (fn && launch_fits(id, p, c.dtype, c.max_rows)) {
       k.id = id, k.fn = fn;
       break;
     }
   }
-  if (!k.fn && c.only_row) throw RowDoesNotFit("kernel row " + kernel_row(*c.only_row).name + " does not take this call");
+  if (!k.fn && only) throw RowDoesNotFit("kernel row " + kernel_row(*only).name + " does not take this call");
   // Routing refuses the GPU route once the generic family failed; reaching here is a race with
   // that verdict, and still no wrong result.
   if (!k.fn) throw GpuError("every kernel family that fits this call failed its self-test on this device");
@@ -225,6 +232,8 @@ LaunchPlan plan_attention(const AttentionLaunch& c) {
   const Plan k = checked_plan(c, module_for(c.vendor, c.device));
   return {k.id, k.splits};
 }
+
+void force_row(std::optional<KernelId> row) { g_forced_row.store(row ? static_cast<int>(*row) : -1); }
 
 std::string code_object_id(const std::string& arch) {
   for (const auto& o : code_objects()) {

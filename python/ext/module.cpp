@@ -16,6 +16,7 @@
 #include "aiter_compat/shim/dispatch.hpp"
 #include "aiter_compat/shim/errors.hpp"
 #include "aiter_compat/shim/log.hpp"
+#include "aiter_compat/gpu_runtime/launch.hpp"
 #include "aiter_compat/shim/selftest.hpp"
 #include "aiter_compat/shim/selftest_report.hpp"
 #include "aiter_patch.hpp"
@@ -390,6 +391,27 @@ PyObject* api_warmup(PyObject*, PyObject* args, PyObject* kwargs) {
   });
 }
 
+// _force_kernel_row(name | None): every call on that kernel row (the benchmark's families).
+PyObject* api_force_kernel_row(PyObject*, PyObject* arg) {
+  return guarded([&]() -> PyObject* {
+    if (arg == Py_None) {
+      gpu::force_row(std::nullopt);
+      Py_RETURN_NONE;
+    }
+    const char* name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : nullptr;
+    std::string rows;
+    for (const auto& row : gpu::kernel_rows()) {
+      if (row.device != gpu::KernelDevice::gpu || row.op != gpu::KernelOp::attention) continue;
+      if (name && row.name == name) {
+        gpu::force_row(row.id);
+        Py_RETURN_NONE;
+      }
+      rows += (rows.empty() ? "" : ", ") + row.name;
+    }
+    throw ArgumentError("row", name ? std::string("'") + name + "'" : "a non-string", "None or one of " + rows);
+  });
+}
+
 PyObject* api_selftest_verdicts(PyObject*, PyObject*) {
   return guarded([] { return json_to_python(selftest::to_json(selftest::known_verdicts())); });
 }
@@ -453,6 +475,8 @@ PyMethodDef methods[] = {
     {"warmup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(api_warmup)), METH_VARARGS | METH_KEYWORDS,
      "warmup(device=None, dtypes=None, head_dims=None, fresh=False): run the self-test of every fallback GPU kernel "
      "family now (before CUDA/HIP graph capture); returns one dict per family (docs/selftest.md)."},
+    {"_force_kernel_row", api_force_kernel_row, METH_O,
+     "_force_kernel_row(name | None): run every GPU call on that kernel row (benchmarks); None: the launcher's choice."},
     {"selftest_verdicts", api_selftest_verdicts, METH_NOARGS,
      "The self-test verdicts known in this process: one dict per family (docs/selftest.md)."},
     {"set_policy", api_set_policy, METH_O, "set_policy('auto' | 'prefer-fallback' | 'aiter-only')"},

@@ -40,8 +40,16 @@ Run run_on_present_gpus(bool fresh, std::optional<int> device, const std::vector
   for (int d = device.value_or(0); d < (device ? *device + 1 : gpu.count); ++d) {
     std::vector<FamilyCheck> rows;
     try {
+      const std::string arch = gpu::device_arch(v, d);
+      if (gpu::code_object_id(arch).empty()) {  // no kernels for this arch: none can fail on it
+        FamilyCheck none;
+        none.key.vendor = v, none.key.device = d;
+        none.result.detail = "nothing to check: this build has no fallback kernels for " + arch;
+        run.rows.push_back(none);
+        continue;
+      }
       rows = warmup(v, d, dtypes, dims, fresh);
-    } catch (const gpu::GpuError& e) {  // no code object for this arch, say: nothing to check on it
+    } catch (const gpu::GpuError& e) {  // the runtime failed on this device: nothing checked on it
       FamilyCheck none;
       none.key.vendor = v, none.key.device = d;
       none.result.detail = e.what();

@@ -55,6 +55,11 @@ LaunchPlan plan_attention(const AttentionLaunch& call);
 KernelId launch_attention(const AttentionLaunch& call);
 void launch_merge_states(const ac_merge_params& params, int dtype, Vendor vendor, int device, void* stream);
 
+// Runs every call of the process on this row where it fits (RowDoesNotFit where not), so that a
+// benchmark can time each family on the same calls; nullopt restores the launcher's choice. A
+// row that failed its self-test is still never run.
+void force_row(std::optional<KernelId> row);
+
 // Names the code object built for `arch` (its size and a hash of its bytes; "" when none is
 // built): a cached self-test verdict holds for this build of the kernels only.
 std::string code_object_id(const std::string& arch);

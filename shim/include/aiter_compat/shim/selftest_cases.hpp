@@ -37,6 +37,8 @@ struct Case {
 
 // The case, filled from a fixed seed (the same inputs in every process).
 Case make_case(CaseKind kind, int dtype, int head_dim);
+// Fills the case's outputs with NaN again (a copy of a case whose reference ran, for the GPU).
+void poison_outputs(Case& c);
 
 // The arguments over the case's buffers: host memory (base == nullptr) or the device staging
 // buffer at `base` on (device, id).
