@@ -18,7 +18,10 @@ GOAL_MS = 50  # all families of one dtype and head dim
 
 
 def child(tmp_path, *args, fault=None, mode="always"):
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "AITER_COMPAT_SELFTEST": mode}
+    # The module the suite imports (conftest.py puts it first on sys.path) for the child too.
+    module_dir = os.path.dirname(os.path.dirname(os.path.abspath(aiter_compat.__file__)))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "AITER_COMPAT_SELFTEST": mode,
+           "PYTHONPATH": os.pathsep.join([module_dir] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     env.pop("AITER_COMPAT_SELFTEST_FAULT", None)
     if fault:
         env["AITER_COMPAT_SELFTEST_FAULT"] = fault
