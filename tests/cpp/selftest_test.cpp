@@ -411,3 +411,16 @@ TEST_F(Selftest, TheCasesAgreeWithThemselvesAndCatchPoison) {
 }
 
 }  // namespace
+
+namespace {
+
+// AITER_COMPAT_SELFTEST as the process starts: run once per value by ctest (tests/CMakeLists.txt).
+TEST(SelftestEnvironment, ModeIsReadFromTheEnvironment) {
+  const char* v = std::getenv("AITER_COMPAT_SELFTEST");
+  const std::string text = v ? v : "";
+  const selftest::Mode want = text == "off" ? selftest::Mode::off : text == "always" ? selftest::Mode::always
+                                                                                     : selftest::Mode::first_use;
+  EXPECT_EQ(selftest::to_string(selftest::mode()), selftest::to_string(want)) << "AITER_COMPAT_SELFTEST=" << text;
+}
+
+}  // namespace
