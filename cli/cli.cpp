@@ -1,5 +1,6 @@
 // The aiter-compat command line (see cli.hpp): `aiter-compat probe` describes the installed AITer.
 #include "cli.hpp"
+#include "commands.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,7 @@ constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
 constexpr int kExitRequirementUnmet = 3;
 constexpr int kExitMatrixDiffers = 4;
+// kExitSelftestFailed (5) is in selftest_command.cpp.
 
 struct ProbeArgs {
   bool json = false;
@@ -155,6 +157,10 @@ int run(int argc, const char* const* argv) {
   probe->add_option("--matrix", args.matrix, "compat_matrix.yaml to use instead of the built-in one");
   probe->add_option("--matrix-entry", args.matrix_entry, "Compare with this release entry (for weak versions)");
   probe->add_flag("--no-dlopen", args.no_dlopen, "Read native modules' ELF exports only; do not try loading them");
+  aiter_compat::cli::SelftestArgs selftest_args;
+  CLI::App* selftest = aiter_compat::cli::add_selftest_command(app, selftest_args);
+  aiter_compat::cli::BenchArgs bench_args;
+  CLI::App* bench = aiter_compat::cli::add_bench_command(app, bench_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -164,6 +170,11 @@ int run(int argc, const char* const* argv) {
   if (probe->parsed()) {
     aiter_compat::PhaseTimer t("main (to exit)");
     return run_probe_command(args);
+  }
+  if (selftest->parsed()) return aiter_compat::cli::run_selftest_command(selftest_args);
+  if (bench->parsed()) {
+    bench_args.passthrough = bench->remaining();
+    return aiter_compat::cli::run_bench_command(bench_args);
   }
   return kExitUsage;
 }

@@ -86,6 +86,7 @@ configure_file(${CMAKE_BINARY_DIR}/kernels/code_object_registry.cpp.in ${CMAKE_B
 # the one struct the kernels and the host share.
 add_library(aiter_compat_gpu_runtime STATIC
   gpu_runtime/src/driver_api.cpp
+  gpu_runtime/src/family_verdicts.cpp
   gpu_runtime/src/kernel_table.cpp
   gpu_runtime/src/launch.cpp
   gpu_runtime/src/runtime.cpp

@@ -146,6 +146,18 @@ AITER_COMPAT_API aiter_compat_status aiter_compat_explain_merge(const aiter_comp
  * the size needed); nothing is written then. Counting costs each call one atomic increment. */
 AITER_COMPAT_API aiter_compat_status aiter_compat_stats(char* buffer, size_t size);
 
+/* The self-test (docs/selftest.md). Every fallback GPU kernel family checks itself against the
+ * CPU reference on its device before its first use; a family that fails is not used again in
+ * the process. A check cannot run during CUDA/HIP graph capture, so call aiter_compat_warmup()
+ * before capturing: it checks every family built for `device` (-1: every device found) now,
+ * keeping verdicts already known or cached. AITER_COMPAT_OK also when there is no GPU, and
+ * when a family failed (its calls go elsewhere; aiter_compat_selftest_verdicts() says which). */
+AITER_COMPAT_API aiter_compat_status aiter_compat_warmup(int device);
+/* Every verdict known in this process, as a JSON array of {"family", "dtype", "head_dim",
+ * "device", "arch", "max_error", "bound", "millis", "verdict", "source", "detail"}. Like
+ * aiter_compat_stats, INVALID_ARGUMENT when the text does not fit in size bytes. */
+AITER_COMPAT_API aiter_compat_status aiter_compat_selftest_verdicts(char* buffer, size_t size);
+
 /* "auto", "prefer-fallback" or "aiter-only"; NULL restores AITER_COMPAT_POLICY or auto. */
 AITER_COMPAT_API aiter_compat_status aiter_compat_set_policy(const char* policy);
 AITER_COMPAT_API const char* aiter_compat_last_error(void);

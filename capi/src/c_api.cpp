@@ -12,6 +12,8 @@
 #include "aiter_call.hpp"
 #include "aiter_compat/shim/dispatch.hpp"
 #include "aiter_compat/shim/errors.hpp"
+#include "aiter_compat/shim/selftest.hpp"
+#include "aiter_compat/shim/selftest_report.hpp"
 #include "c_call_args.hpp"
 #include "embedded_python_reader.hpp"
 
@@ -64,16 +66,25 @@ aiter_compat_status run(CCallArgs call) {
   CallFeatures f = features_of(call);
   auto d = dispatcher();
   const Route* route = &d->route(f);
-  if (route->kind == RouteKind::aiter) {
-    AiterOutcome outcome = call_aiter(route->module, route->function, call.aiter_keywords(*route), call.lse());
-    if (outcome.error.empty()) return AITER_COMPAT_OK;
-    if (!outcome.unreachable) return fail(AITER_COMPAT_AITER_FAILED, route->target + " raised " + outcome.error);
-    // AITer's module could not be imported: route around it from now on.
-    route = &d->reroute_without_aiter(f, *route, outcome.error);
+  for (bool rerouted = false;; rerouted = true) {
+    if (route->kind == RouteKind::aiter) {
+      AiterOutcome outcome = call_aiter(route->module, route->function, call.aiter_keywords(*route), call.lse());
+      if (outcome.error.empty()) return AITER_COMPAT_OK;
+      if (!outcome.unreachable) return fail(AITER_COMPAT_AITER_FAILED, route->target + " raised " + outcome.error);
+      // AITer's module could not be imported: route around it from now on.
+      route = &d->reroute_without_aiter(f, *route, outcome.error);
+    }
+    if (route->kind == RouteKind::refused) throw RouteError(to_string(f.op), f.describe(), route->candidates);
+    try {
+      run_fallback(*route, call, f);
+      return AITER_COMPAT_OK;
+    } catch (const selftest::FamilyFailed&) {
+      if (rerouted) throw;  // decided again with the verdict known: not a second time
+      // The call's kernel family failed its self-test on this device: the route is decided
+      // again without it (AITer when it can take the call, else refused with the reason).
+      route = &d->reroute_after_selftest(f, *route);
+    }
   }
-  if (route->kind == RouteKind::refused) throw RouteError(to_string(f.op), f.describe(), route->candidates);
-  run_fallback(*route, call, f);
-  return AITER_COMPAT_OK;
 }
 
 aiter_compat_status explain(const CCallArgs& call, char* buffer, size_t size) {
@@ -114,6 +125,25 @@ extern "C" aiter_compat_status aiter_compat_stats(char* buffer, size_t size) {
     if (!buffer || size < text.size() + 1)
       throw ArgumentError("buffer", std::to_string(buffer ? size : 0) + " bytes",
                           "at least " + std::to_string(text.size() + 1) + " bytes for the stats' JSON");
+    std::memcpy(buffer, text.c_str(), text.size() + 1);
+    return AITER_COMPAT_OK;
+  });
+}
+
+extern "C" aiter_compat_status aiter_compat_warmup(int device) {
+  return guarded([&] {
+    if (device < -1) throw ArgumentError("device", std::to_string(device), "-1 (every device) or a device index");
+    selftest::run_on_present_gpus(/*fresh=*/false, device >= 0 ? std::optional<int>(device) : std::nullopt);
+    return AITER_COMPAT_OK;
+  });
+}
+
+extern "C" aiter_compat_status aiter_compat_selftest_verdicts(char* buffer, size_t size) {
+  return guarded([&] {
+    const std::string text = selftest::to_json(selftest::known_verdicts()).dump();
+    if (!buffer || size < text.size() + 1)
+      throw ArgumentError("buffer", std::to_string(buffer ? size : 0) + " bytes",
+                          "at least " + std::to_string(text.size() + 1) + " bytes for the verdicts' JSON");
     std::memcpy(buffer, text.c_str(), text.size() + 1);
     return AITER_COMPAT_OK;
   });

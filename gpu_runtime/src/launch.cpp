@@ -1,6 +1,8 @@
 #include "aiter_compat/gpu_runtime/launch.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -135,16 +137,40 @@ struct Plan {
   int splits = 1;
 };
 
+bool family_failed(const AttentionLaunch& c, KernelId id, int head_dim) {
+  return verdict_of({c.vendor, c.device, id, c.dtype, head_dim}) == Verdict::failed;
+}
+
+// The split count a call gets: the launcher's choice or the self-test's (at most the merge's
+// limit and what grid z holds); 1 without stream-ordered scratch, or when the split merge failed
+// its self-test on this device.
+Plan settle_splits(const AttentionLaunch& c, Plan k) {
+  if (c.force_splits > 0) k.splits = std::min({c.force_splits, AC_MAX_SPLITS, 65535 / std::max<int>(k.grid_z, 1)});
+  if (!has_scratch(c.vendor) || family_failed(c, KernelId::split_merge, c.params.head_dim_v)) k.splits = 1;
+  return k;
+}
+
+std::atomic<int> g_forced_row{-1};  // force_row(): -1 for none
+
 Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
   const ac_attention_params& p = c.params;
   Plan k;
+  const int forced = g_forced_row.load(std::memory_order_relaxed);
+  const std::optional<KernelId> only = c.only_row ? c.only_row : forced >= 0 ? std::optional<KernelId>(static_cast<KernelId>(forced)) : std::nullopt;
+  if (!c.only_row && only && family_failed(c, *only, p.head_dim))
+    throw GpuError("kernel row " + kernel_row(*only).name + " failed its self-test on this device");
   for (KernelId id : {KernelId::tiled_keys, KernelId::tiled_wgmma, KernelId::tiled_rows, KernelId::decode, KernelId::generic}) {
+    if (only ? id != *only : family_failed(c, id, p.head_dim)) continue;
     void* fn = m.kernel(id, p.paged != 0, c.dtype, p.head_dim);
     if (fn && launch_fits(id, p, c.dtype, c.max_rows)) {
       k.id = id, k.fn = fn;
       break;
     }
   }
+  if (!k.fn && only) throw RowDoesNotFit("kernel row " + kernel_row(*only).name + " does not take this call");
+  // Routing refuses the GPU route once the generic family failed; reaching here is a race with
+  // that verdict, and still no wrong result.
+  if (!k.fn) throw GpuError("every kernel family that fits this call failed its self-test on this device");
   if (k.id == KernelId::tiled_keys || k.id == KernelId::tiled_wgmma || k.id == KernelId::tiled_rows) {
     // All query rows of a sequence's KV head (tokens x heads of the group) in tiles.
     const ac_tiled_shape s = tiled_shape(k.id, p.head_dim, m.arch);
@@ -156,12 +182,34 @@ Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
     k.splits = std::min(65535 / std::max(p.batch, 1),  // grid z holds sequences x splits
                         choose_tiled_splits(static_cast<int64_t>(k.grid_x) * p.hk * p.batch, m.multiprocessors,
                                             s.blocks_per_sm, c.max_keys, s.block_n));
-    return k;
+    return settle_splits(c, k);
   }
   const bool decode = k.id == KernelId::decode;
   k.grid_x = p.total_q, k.grid_y = p.hk, k.grid_z = 1;
   k.threads = decode ? AC_DECODE_THREADS : AC_THREADS;
   k.splits = choose_splits(static_cast<int64_t>(p.total_q) * p.hk, m.multiprocessors, c.max_keys, decode ? 512 : 256);
+  return settle_splits(c, k);
+}
+
+// AITER_COMPAT_SELFTEST_FAULT (test-only): a wrong result without an error, as a faulty kernel
+// would give; logits scaled for the attention rows, the sink dropped by the merges.
+void inject_fault(const AttentionLaunch& c, KernelId id, ac_attention_params& p) {
+  if (selftest_fault().applies(id, c.dtype, p.head_dim)) p.scale *= 1.5f;
+}
+
+// Plans, and while the chosen row (or the split merge, when the plan splits) has no verdict,
+// lets the caller's check give it one and plans again. Each pass settles one family.
+Plan checked_plan(const AttentionLaunch& c, const LoadedModule& m) {
+  Plan k = plan(c, m);
+  if (!c.check || c.only_row) return k;
+  for (int pass = 0; pass < 8; ++pass) {
+    const FamilyKey row{c.vendor, c.device, k.id, c.dtype, c.params.head_dim};
+    const FamilyKey merge{c.vendor, c.device, KernelId::split_merge, c.dtype, c.params.head_dim_v};
+    const FamilyKey* open = verdict_of(row) == Verdict::unknown ? &row
+                            : k.splits > 1 && verdict_of(merge) == Verdict::unknown ? &merge : nullptr;
+    if (!open || c.check(*open, c.stream) == Verdict::unknown) return k;
+    k = plan(c, m);
+  }
   return k;
 }
 
@@ -179,14 +227,36 @@ std::string device_arch(Vendor v, int device) {
   return info_of(v, device).arch;
 }
 
+LaunchPlan plan_attention(const AttentionLaunch& c) {
+  require_runtime(c.vendor);
+  if (c.params.total_q == 0 || c.params.hq == 0) return {};
+  DeviceScope scope(c.vendor, c.device);
+  const Plan k = checked_plan(c, module_for(c.vendor, c.device));
+  return {k.id, k.splits};
+}
+
+void force_row(std::optional<KernelId> row) { g_forced_row.store(row ? static_cast<int>(*row) : -1); }
+
+std::string code_object_id(const std::string& arch) {
+  for (const auto& o : code_objects()) {
+    if (arch != o.arch) continue;
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the bytes: any rebuilt kernel changes it
+    for (size_t i = 0; i < o.size; ++i) h = (h ^ o.data[i]) * 1099511628211ull;
+    char text[64];
+    std::snprintf(text, sizeof text, "%zu-%016llx", o.size, static_cast<unsigned long long>(h));
+    return text;
+  }
+  return "";
+}
+
 KernelId launch_attention(const AttentionLaunch& c) {
   require_runtime(c.vendor);
   if (c.params.total_q == 0 || c.params.hq == 0) return KernelId::generic;
   DeviceScope scope(c.vendor, c.device);
   const LoadedModule& m = module_for(c.vendor, c.device);
-  Plan k = plan(c, m);
+  Plan k = checked_plan(c, m);
   ac_attention_params p = c.params;
-  if (!has_scratch(c.vendor)) k.splits = 1;  // no stream-ordered memory for the partial results
+  inject_fault(c, k.id, p);
   p.num_splits = k.splits;
   if (p.num_splits == 1) {
     run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z, k.threads, k.smem, c.stream, &p);
@@ -200,7 +270,9 @@ KernelId launch_attention(const AttentionLaunch& c) {
   p.partial_ml = reinterpret_cast<float*>(static_cast<char*>(scratch) + out_bytes);
   try {
     run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, c.stream, &p);
-    run(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, &p);
+    ac_attention_params merge = p;
+    if (selftest_fault().applies(KernelId::split_merge, c.dtype, p.head_dim_v)) merge.sinks = nullptr;
+    run(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, &merge);
   } catch (...) {
     try {
       scratch_free(c.vendor, scratch, c.stream);
@@ -217,7 +289,9 @@ void launch_merge_states(const ac_merge_params& p, int dtype, Vendor v, int devi
   if (p.tokens == 0 || p.heads == 0) return;
   DeviceScope scope(v, device);
   const LoadedModule& m = module_for(v, device);
-  run(v, m.merge_states[dtype], p.tokens, p.heads, 1, AC_THREADS, 0, stream, &p);
+  ac_merge_params q = p;
+  if (selftest_fault().applies(KernelId::merge_states, dtype, p.dim)) q.sinks = nullptr;
+  run(v, m.merge_states[dtype], p.tokens, p.heads, 1, AC_THREADS, 0, stream, &q);
 }
 
 }  // namespace aiter_compat::gpu

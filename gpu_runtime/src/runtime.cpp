@@ -190,6 +190,38 @@ std::optional<bool> stream_capturing(Vendor v, void* stream) {
   return status != 0;
 }
 
+void* device_alloc(Vendor v, size_t bytes) {
+  if (v == Vendor::amd) {
+    void* p = nullptr;
+    check(v, hip().hipMalloc(&p, bytes), "hipMalloc");
+    return p;
+  }
+  unsigned long long ptr = 0;
+  check(v, cuda().cuMemAlloc(&ptr, bytes), "cuMemAlloc");
+  return reinterpret_cast<void*>(ptr);
+}
+
+void device_free(Vendor v, void* ptr) {
+  if (!ptr) return;
+  if (v == Vendor::amd) check(v, hip().hipFree(ptr), "hipFree");
+  else check(v, cuda().cuMemFree(reinterpret_cast<unsigned long long>(ptr)), "cuMemFree");
+}
+
+void copy_to_device(Vendor v, void* dst, const void* src, size_t bytes, void* stream) {
+  if (v == Vendor::amd) check(v, hip().hipMemcpyAsync(dst, src, bytes, 1 /* hipMemcpyHostToDevice */, stream), "hipMemcpyAsync");
+  else check(v, cuda().cuMemcpyHtoDAsync(reinterpret_cast<unsigned long long>(dst), src, bytes, stream), "cuMemcpyHtoDAsync");
+}
+
+void copy_to_host(Vendor v, void* dst, const void* src, size_t bytes, void* stream) {
+  if (v == Vendor::amd) check(v, hip().hipMemcpyAsync(dst, src, bytes, 2 /* hipMemcpyDeviceToHost */, stream), "hipMemcpyAsync");
+  else check(v, cuda().cuMemcpyDtoHAsync(dst, reinterpret_cast<unsigned long long>(src), bytes, stream), "cuMemcpyDtoHAsync");
+}
+
+void stream_sync(Vendor v, void* stream) {
+  if (v == Vendor::amd) check(v, hip().hipStreamSynchronize(stream), "hipStreamSynchronize");
+  else check(v, cuda().cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
 bool has_scratch(Vendor v) {
   return v == Vendor::nvidia ? cuda().cuMemAllocAsync && cuda().cuMemFreeAsync
                              : hip().hipMallocAsync && hip().hipFreeAsync;

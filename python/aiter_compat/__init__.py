@@ -13,6 +13,11 @@ AITER_COMPAT_POLICY (auto, prefer-fallback, aiter-only) or set_policy() chooses 
 and the fallbacks. AITER_COMPAT_TRACE=FILE writes each new route decision, and the counts at
 exit, as JSON lines (docs/trace.md).
 
+Every fallback GPU kernel family checks itself against the CPU reference on its device before
+its first use (docs/selftest.md); warmup() runs those checks now, as it must be before CUDA/HIP
+graph capture, and selftest_verdicts() lists the verdicts (AITER_COMPAT_SELFTEST=first-use,
+always or off).
+
 install() puts the same routing under AITer's own names (aiter.flash_attn_varlen_func, ...), for
 engines that call AITer directly; uninstall() puts AITer's functions back. The vLLM plugin
 (aiter_compat.vllm_plugin) calls install() in every vLLM process.
@@ -30,9 +35,11 @@ from ._aiter_compat import (  # noqa: F401
     probe,
     reset,
     routes,
+    selftest_verdicts,
     set_policy,
     stats,
     unified_attention,
+    warmup,
 )
 from ._install import install, uninstall  # noqa: F401
 from ._process_hooks import register as _register_process_hooks
@@ -41,8 +48,8 @@ _register_process_hooks()
 
 __all__ = [
     "AiterCompatError", "explain", "flash_attn_func", "flash_attn_varlen_func", "get_policy", "merge_attn_states",
-    "install", "paged_attention_decode", "probe", "reset", "routes", "set_policy", "stats", "uninstall",
-    "unified_attention",
+    "install", "paged_attention_decode", "probe", "reset", "routes", "selftest_verdicts", "set_policy", "stats",
+    "uninstall", "unified_attention", "warmup",
 ]
 
 

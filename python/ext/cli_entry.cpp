@@ -3,6 +3,7 @@
 // instead of an embedded one, so the probe sees that interpreter's sys.path (its venv).
 #include "cli_entry.hpp"
 
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -28,6 +29,14 @@ PyObject* api_cli_main(PyObject*, PyObject* argv_object) {
     args.emplace_back(PyBytes_AS_STRING(bytes.get()), static_cast<size_t>(PyBytes_GET_SIZE(bytes.get())));
   }
   if (args.empty()) args.emplace_back("aiter-compat");
+  // `bench` runs `python -m aiter_compat.bench`: in this interpreter's executable (its venv),
+  // unless AITER_COMPAT_PYTHON names another.
+  if (args.size() > 1 && args[1] == "bench") {
+    Ref exe(PySys_GetObject("executable") ? Ref::borrow(PySys_GetObject("executable")) : Ref());
+    if (exe && PyUnicode_Check(exe.get()))
+      if (const char* path = PyUnicode_AsUTF8(exe.get()); path && *path) setenv("AITER_COMPAT_PYTHON", path, 0);
+    PyErr_Clear();
+  }
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   int rc = 0;

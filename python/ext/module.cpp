@@ -4,6 +4,8 @@
 // (shim/) computes the features, decides the route and runs the fallbacks.
 #include "py_ref.hpp"
 
+#include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
 
@@ -14,6 +16,9 @@
 #include "aiter_compat/shim/dispatch.hpp"
 #include "aiter_compat/shim/errors.hpp"
 #include "aiter_compat/shim/log.hpp"
+#include "aiter_compat/gpu_runtime/launch.hpp"
+#include "aiter_compat/shim/selftest.hpp"
+#include "aiter_compat/shim/selftest_report.hpp"
 #include "aiter_patch.hpp"
 #include "aiter_route.hpp"
 #include "call_binding.hpp"
@@ -196,14 +201,21 @@ PyObject* dispatch(OpId op, PyObject* const* args, Py_ssize_t nargs, PyObject* k
     CallFeatures f = features_of(call_args);
     State& s = state();
     const Route* route = &s.dispatcher->route(f);
-    if (route->kind == RouteKind::aiter) {
-      std::string unreachable;
-      if (PyObject* result = s.aiter.call(*route, call_args, &unreachable)) return result;
-      if (unreachable.empty()) return nullptr;  // AITer ran and raised: its error stands
-      route = &s.dispatcher->reroute_without_aiter(f, *route, unreachable);
+    for (bool rerouted = false;; rerouted = true) {
+      if (route->kind == RouteKind::aiter) {
+        std::string unreachable;
+        if (PyObject* result = s.aiter.call(*route, call_args, &unreachable)) return result;
+        if (unreachable.empty()) return nullptr;  // AITer ran and raised: its error stands
+        route = &s.dispatcher->reroute_without_aiter(f, *route, unreachable);
+      }
+      if (route->kind == RouteKind::refused) throw RouteError(to_string(op), f.describe(), route->candidates);
+      try {
+        return returned(run_fallback(*route, call_args, f), call_args);
+      } catch (const selftest::FamilyFailed&) {
+        if (rerouted) throw;  // decided again with the verdict known: not a second time
+        route = &s.dispatcher->reroute_after_selftest(f, *route);
+      }
     }
-    if (route->kind == RouteKind::refused) throw RouteError(to_string(op), f.describe(), route->candidates);
-    return returned(run_fallback(*route, call_args, f), call_args);
   });
 }
 
@@ -326,6 +338,84 @@ PyObject* api_explain(PyObject*, PyObject* args, PyObject* kwargs) {
   });
 }
 
+// warmup(device=None, dtypes=None, head_dims=None, fresh=False): the self-test of every family
+// now (ahead of graph capture), with the GIL released while the GPU works.
+PyObject* api_warmup(PyObject*, PyObject* args, PyObject* kwargs) {
+  return guarded([&]() -> PyObject* {
+    static const char* names[] = {"device", "dtypes", "head_dims", "fresh", nullptr};
+    PyObject *device = Py_None, *dtypes = Py_None, *dims = Py_None;
+    int fresh = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOp:warmup", const_cast<char**>(names), &device, &dtypes, &dims,
+                                     &fresh))
+      throw PythonErrorSet{};
+    std::optional<int> dev;
+    if (device != Py_None) {
+      if (!PyLong_Check(device)) throw ArgumentError("device", Py_TYPE(device)->tp_name, "an int or None");
+      dev = static_cast<int>(PyLong_AsLong(device));
+    }
+    auto strings = [](PyObject* seq, const char* what) {
+      std::vector<std::string> out;
+      if (seq == Py_None) return out;
+      Ref items(check(PySequence_Fast(seq, "a list")));
+      for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items.get()); ++i) {
+        PyObject* item = PySequence_Fast_GET_ITEM(items.get(), i);
+        Ref text(PyObject_Str(item));  // torch.bfloat16 -> "torch.bfloat16"
+        if (!text) throw PythonErrorSet{};
+        std::string name = PyUnicode_AsUTF8(text.get());
+        if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+        out.push_back(name);
+      }
+      (void)what;
+      return out;
+    };
+    const std::vector<std::string> dtype_names = strings(dtypes, "dtypes");
+    std::vector<int> head_dims;
+    for (const auto& d : strings(dims, "head_dims")) {
+      char* end = nullptr;
+      const long v = std::strtol(d.c_str(), &end, 10);
+      if (d.empty() || *end) throw ArgumentError("head_dims", "'" + d + "'", "ints");
+      head_dims.push_back(static_cast<int>(v));
+    }
+    selftest::Run run;
+    std::exception_ptr error;
+    Py_BEGIN_ALLOW_THREADS
+    try {
+      run = selftest::run_on_present_gpus(fresh != 0, dev, dtype_names, head_dims);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    Py_END_ALLOW_THREADS
+    if (error) std::rethrow_exception(error);
+    if (!run.gpu_present) log().info("warmup: no GPU to check ({})", run.no_gpu);
+    return json_to_python(selftest::to_json(run.rows));
+  });
+}
+
+// _force_kernel_row(name | None): every call on that kernel row (the benchmark's families).
+PyObject* api_force_kernel_row(PyObject*, PyObject* arg) {
+  return guarded([&]() -> PyObject* {
+    if (arg == Py_None) {
+      gpu::force_row(std::nullopt);
+      Py_RETURN_NONE;
+    }
+    const char* name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : nullptr;
+    std::string rows;
+    for (const auto& row : gpu::kernel_rows()) {
+      if (row.device != gpu::KernelDevice::gpu || row.op != gpu::KernelOp::attention) continue;
+      if (name && row.name == name) {
+        gpu::force_row(row.id);
+        Py_RETURN_NONE;
+      }
+      rows += (rows.empty() ? "" : ", ") + row.name;
+    }
+    throw ArgumentError("row", name ? std::string("'") + name + "'" : "a non-string", "None or one of " + rows);
+  });
+}
+
+PyObject* api_selftest_verdicts(PyObject*, PyObject*) {
+  return guarded([] { return json_to_python(selftest::to_json(selftest::known_verdicts())); });
+}
+
 void reset_state(std::optional<Policy> policy) {
   auto lock = lock_state();
   g_policy_override = policy;
@@ -382,6 +472,13 @@ PyMethodDef methods[] = {
     {"_log", api_log, METH_VARARGS, "_log(level, text): one line through aiter-compat's logger."},
     {"explain", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(api_explain)), METH_VARARGS | METH_KEYWORDS,
      "explain(name, **call): the route and every reason for a call, without running it."},
+    {"warmup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(api_warmup)), METH_VARARGS | METH_KEYWORDS,
+     "warmup(device=None, dtypes=None, head_dims=None, fresh=False): run the self-test of every fallback GPU kernel "
+     "family now (before CUDA/HIP graph capture); returns one dict per family (docs/selftest.md)."},
+    {"_force_kernel_row", api_force_kernel_row, METH_O,
+     "_force_kernel_row(name | None): run every GPU call on that kernel row (benchmarks); None: the launcher's choice."},
+    {"selftest_verdicts", api_selftest_verdicts, METH_NOARGS,
+     "The self-test verdicts known in this process: one dict per family (docs/selftest.md)."},
     {"set_policy", api_set_policy, METH_O, "set_policy('auto' | 'prefer-fallback' | 'aiter-only')"},
     {"get_policy", api_get_policy, METH_NOARGS, "The routing policy in force."},
     {"reset", api_reset, METH_NOARGS, "Forget the probe and every route; the next call probes again."},

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "aiter_compat/gpu_runtime/family_verdicts.hpp"
+
 #include "aiter_compat/shim/log.hpp"
 
 namespace aiter_compat {
@@ -20,7 +22,8 @@ Dispatcher::Dispatcher(const Options& options) : front_(options.front) {
   const CompatMatrix& matrix = load_matrix("", &source, &warning);
   Capabilities caps = Capabilities::from_report(report_, matrix);
   if (caps.aiter_found && caps.aiter_problem.empty() && options.aiter_problem) caps.aiter_problem = options.aiter_problem();
-  routers_.push_back(std::make_unique<Router>(std::move(caps), options.policy.value_or(policy_from_environment())));
+  routers_.push_back(std::make_unique<Router>(std::move(caps), options.policy.value_or(policy_from_environment()),
+                                              gpu::verdict_generation()));
   router_.store(routers_.back().get(), std::memory_order_release);
   const Router& router = *routers_.back();
   std::string ops;
@@ -36,6 +39,8 @@ Dispatcher::Dispatcher(const Options& options) : front_(options.front) {
 Dispatcher::~Dispatcher() { RouteTrace::instance().detach(this); }
 
 const Route& Dispatcher::route(const CallFeatures& f) {
+  // One relaxed-cost load per call: routes decided before a self-test failure offered it.
+  if (const uint64_t g = gpu::verdict_generation(); g != router().verdict_generation()) renew_router(g);
   bool fresh = false;
   const Route& r = router().route(f, &fresh);
   r.calls.add();
@@ -53,11 +58,24 @@ const Route& Dispatcher::route(const CallFeatures& f) {
   return r;
 }
 
+void Dispatcher::renew_router(uint64_t generation) {
+  std::lock_guard lock(mutex_);
+  if (router().verdict_generation() == generation) return;  // another thread renewed it
+  Capabilities caps = router().capabilities();
+  routers_.push_back(std::make_unique<Router>(std::move(caps), router().policy(), generation));
+  router_.store(routers_.back().get(), std::memory_order_release);
+}
+
+const Route& Dispatcher::reroute_after_selftest(const CallFeatures& f, const Route& failed) {
+  failed.calls.take_back();  // the call did not run there
+  return route(f);
+}
+
 void Dispatcher::disable_aiter(const std::string& why) {
   std::lock_guard lock(mutex_);
   Capabilities caps = router().capabilities();
   caps.aiter_problem = why;
-  routers_.push_back(std::make_unique<Router>(std::move(caps), router().policy()));
+  routers_.push_back(std::make_unique<Router>(std::move(caps), router().policy(), gpu::verdict_generation()));
   router_.store(routers_.back().get(), std::memory_order_release);
   for (bool& w : warned_) w = false;
   log().warn("AITer is routed around from now on: {}", why);

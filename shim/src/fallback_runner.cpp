@@ -1,12 +1,14 @@
 // The one runner of fallback routes, for both fronts: the call's values by role become the
 // kernels' argument structs, outputs the call did not give are made by the front, every
 // argument is checked, and the CPU reference or the GPU kernels run.
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "aiter_compat/shim/dispatch.hpp"
 #include "aiter_compat/shim/errors.hpp"
 #include "aiter_compat/shim/gpu_runner.hpp"
+#include "aiter_compat/shim/selftest.hpp"
 #include "aiter_compat/shim/validate.hpp"
 #include "reference_attention.hpp"
 
@@ -46,14 +48,18 @@ gpu::KernelId execute(const Route& route, CallArgs& call, Args& a, const TensorV
                                                                        : call.signature().index_of(Role::output),
                                like);
     std::string error;
+    std::exception_ptr failed_family;  // rethrown once the front holds its lock again
     gpu::KernelId ran = gpu::KernelId::generic;
     call.run_unlocked([&] {
       try {
         ran = run_gpu(a, stream);
+      } catch (const selftest::FamilyFailed&) {
+        failed_family = std::current_exception();
       } catch (const gpu::GpuError& e) {
         error = e.what();
       }
     });
+    if (failed_family) std::rethrow_exception(failed_family);
     if (!error.empty()) throw RouteError(route.target, {{"error", error}}, {{route.target, false, {error}}});
     return ran;
   }

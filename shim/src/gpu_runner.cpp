@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "aiter_compat/gpu_runtime/launch.hpp"
+#include "aiter_compat/shim/selftest.hpp"
 
 namespace aiter_compat {
 namespace {
@@ -36,14 +37,23 @@ int64_t max_keys_of(int64_t longest, const Window& w) {
   return w.left >= 0 ? std::min<int64_t>(longest, w.left + 1 + std::max<int64_t>(w.right, 0)) : longest;
 }
 
-gpu::AttentionLaunch launch_of(const ac_attention_params& p, const TensorView& q, void* stream) {
+gpu::AttentionLaunch launch_of(const ac_attention_params& p, const TensorView& q, void* stream, const GpuOptions& o) {
   gpu::AttentionLaunch l;
+  l.only_row = o.only_row;
+  l.force_splits = o.force_splits;
   l.params = p;
   l.dtype = kernel_dtype(q.dtype);
   l.vendor = vendor_of(q.device);
   l.device = q.device_id;
   l.stream = stream;
   return l;
+}
+
+// A call's launch: its families checked first (unless the self-test is the caller).
+gpu::KernelId launch_checked(gpu::AttentionLaunch& l, const GpuOptions& o) {
+  if (o.plan_only) return gpu::plan_attention(l).row;
+  if (!o.only_row) selftest::check_before_launch(l);
+  return gpu::launch_attention(l);
 }
 
 }  // namespace
@@ -54,7 +64,7 @@ int kernel_dtype(DType t) {
 
 gpu::Vendor vendor_of(DeviceKind d) { return d == DeviceKind::rocm ? gpu::Vendor::amd : gpu::Vendor::nvidia; }
 
-gpu::KernelId run_gpu(const VarlenArgs& a, void* stream) {
+gpu::KernelId run_gpu(const VarlenArgs& a, void* stream, const GpuOptions& o) {
   const int hd = a.batch_layout ? 2 : 1;
   ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.softcap, a.causal, a.window, a.k.shape[hd],
                                  a.v.shape[a.v.ndim - 1]);
@@ -89,16 +99,16 @@ gpu::KernelId run_gpu(const VarlenArgs& a, void* stream) {
     p.total_q = static_cast<int32_t>(a.q.shape[0]);
     p.total_k = static_cast<int32_t>(a.k.shape[0]);
   }
-  gpu::AttentionLaunch l = launch_of(p, a.q, stream);
+  gpu::AttentionLaunch l = launch_of(p, a.q, stream, o);
   l.max_keys = max_keys_of(a.batch_layout ? a.k.shape[1] : a.max_seqlen_k, a.window);
   // Queries per sequence: the batch layout's length, else max_seqlen_q (an underestimate costs
   // time, not results: the tiled kernels loop over a sequence's row tiles).
   const int64_t max_q = a.batch_layout ? a.q.shape[1] : a.max_seqlen_q > 0 ? a.max_seqlen_q : a.q.shape[0];
   l.max_rows = std::max<int64_t>(max_q, 1) * (p.hq / std::max(p.hk, 1));
-  return gpu::launch_attention(l);
+  return launch_checked(l, o);
 }
 
-gpu::KernelId run_gpu(const PagedArgs& a, void* stream) {
+gpu::KernelId run_gpu(const PagedArgs& a, void* stream, const GpuOptions& o) {
   ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.softcap, a.causal, a.window,
                                  a.k_cache.shape[2], a.v_cache.shape[3]);
   p.paged = 1;
@@ -126,15 +136,15 @@ gpu::KernelId run_gpu(const PagedArgs& a, void* stream) {
   // with max_seqlen_q == 1.
   if (a.one_query_per_sequence || (p.batch == p.total_q && a.max_seqlen_q == 1)) p.uniform_q = 1;
   else p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
-  gpu::AttentionLaunch l = launch_of(p, a.q, stream);
+  gpu::AttentionLaunch l = launch_of(p, a.q, stream, o);
   l.max_keys = max_keys_of(a.max_seqlen_k > 0 ? a.max_seqlen_k : static_cast<int64_t>(p.max_blocks) * p.block_size,
                            a.window);
   const int64_t max_q = p.uniform_q == 1 ? 1 : a.max_seqlen_q > 0 ? a.max_seqlen_q : a.q.shape[0];
   l.max_rows = max_q * (p.hq / std::max(p.hk, 1));
-  return gpu::launch_attention(l);
+  return launch_checked(l, o);
 }
 
-gpu::KernelId run_gpu(const MergeArgs& a, void* stream) {
+gpu::KernelId run_gpu(const MergeArgs& a, void* stream, const GpuOptions& o) {
   ac_merge_params p{};
   p.out = a.output.data;
   p.prefix = a.prefix_output.data;
@@ -154,7 +164,10 @@ gpu::KernelId run_gpu(const MergeArgs& a, void* stream) {
   p.tokens = static_cast<int32_t>(a.output.shape[0]);
   p.heads = static_cast<int32_t>(a.output.shape[1]);
   p.dim = static_cast<int32_t>(a.output.shape[2]);
-  gpu::launch_merge_states(p, kernel_dtype(a.output.dtype), vendor_of(a.output.device), a.output.device_id, stream);
+  const gpu::Vendor vendor = vendor_of(a.output.device);
+  if (o.plan_only) return gpu::KernelId::merge_states;
+  if (!o.only_row) selftest::check_before_merge(vendor, a.output.device_id, kernel_dtype(a.output.dtype), p.dim, stream);
+  gpu::launch_merge_states(p, kernel_dtype(a.output.dtype), vendor, a.output.device_id, stream);
   return gpu::KernelId::merge_states;
 }
 

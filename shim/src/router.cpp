@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "aiter_compat/gpu_runtime/family_verdicts.hpp"
 #include "aiter_compat/gpu_runtime/kernel_table.hpp"
+#include "aiter_compat/shim/selftest.hpp"
 
 namespace aiter_compat {
 namespace {
@@ -151,7 +153,8 @@ Capabilities Capabilities::from_report(const ProbeReport& report, const CompatMa
   return c;
 }
 
-Router::Router(Capabilities caps, Policy policy) : caps_(std::move(caps)), policy_(policy) {}
+Router::Router(Capabilities caps, Policy policy, uint64_t verdict_generation)
+    : caps_(std::move(caps)), policy_(policy), verdict_generation_(verdict_generation) {}
 
 Candidate Router::aiter_candidate(const CallFeatures& f, Route* r) const {
   const OpSignature& sig = signature(f.op);
@@ -247,6 +250,13 @@ Candidate Router::gpu_candidate(const CallFeatures& f, std::vector<Candidate>* k
   for (const auto& row : gpu::kernel_rows()) {
     if (row.device != gpu::KernelDevice::gpu || row.op != op) continue;
     Candidate k{row.name, false, row_reasons(row, f, arch)};
+    if (f.device != DeviceKind::cpu && f.device_id >= 0) {  // a family that failed on this device
+      const gpu::FamilyKey family{f.device == DeviceKind::rocm ? gpu::Vendor::amd : gpu::Vendor::nvidia, f.device_id,
+                                  row.id, query_of(f, arch).dtype,
+                                  op == gpu::KernelOp::merge_states ? f.head_dim_v : f.head_dim_qk};
+      if (family.dtype >= 0 && gpu::verdict_of(family) == gpu::Verdict::failed)
+        k.reasons.push_back(selftest::reason(family, gpu::result_of(family)));
+    }
     k.accepted = k.reasons.empty() && c.reasons.empty();
     if (row.id == widest)
       for (const auto& r : k.reasons) c.reasons.push_back(r);

@@ -38,7 +38,11 @@ if command -v cuobjdump >/dev/null; then
   done | tee "$OUT/sass_summary.txt"
 fi
 ./build-gpu/aiter-compat probe | tee "$OUT/probe.txt"
+# Every kernel family against the CPU reference on this GPU (exit 5 when one fails), and its cost.
+XDG_CACHE_HOME="$OUT/cache" ./build-gpu/aiter-compat selftest | tee "$OUT/selftest.txt"
+selftest_rc=${PIPESTATUS[0]}
 export AITER_COMPAT_PYTHONPATH=$PWD/build-gpu/python PYTHONPATH=$PWD/build-gpu/python AITER_COMPAT_LOG_LEVEL=warn
+timeout 120 "$PY" bench/selftest_cost.py --json "$OUT/selftest_cost.json" 2>&1 | tee "$OUT/selftest_cost.txt"
 tests_rc=0
 if [ "${TESTS:-1}" != 0 ]; then
   AITER_COMPAT_GPU_SUMMARY=$OUT/gpu_summary.json timeout 300 "$PY" -m pytest -q -rs tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
@@ -73,5 +77,5 @@ if [ -n "${BENCH_AB:-}" ]; then
   env "$ab_env" timeout 200 "$PY" bench/gpu_attention.py --only "$BENCH_AB" --json "$OUT/bench_ab.json" 2>&1 |
     tee "$OUT/bench_ab.log"
 fi
-echo "gpu tests rc=$tests_rc C API check rc=$capi_rc sanitizers rc=$san_rc"
-exit $(( tests_rc != 0 || capi_rc != 0 || san_rc != 0 ))
+echo "gpu tests rc=$tests_rc C API check rc=$capi_rc sanitizers rc=$san_rc selftest rc=$selftest_rc"
+exit $(( tests_rc != 0 || capi_rc != 0 || san_rc != 0 || selftest_rc != 0 ))

@@ -10,6 +10,10 @@ typedef struct {
 
 #include <string.h>
 
+/* A test may run each launched kernel on the host (tests/cpp/kernel_emulator.hpp): the hook gets
+ * the kernel's name and its one argument (the parameter struct; memory is host memory). */
+typedef void (*fake_kernel_hook)(const char* name, const void* params);
+
 /* Appends one launch to a fixed log (drops past its end). */
 static inline void fake_record_launch(fake_launch* log, int* count, int capacity, const void* fn, unsigned gx,
                                       unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, int device) {

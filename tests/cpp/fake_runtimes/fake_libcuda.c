@@ -10,7 +10,8 @@
 
 static fake_launch launches[256];
 static int launch_count, module_loads[4], allocations, pool_allocations, frees, current_device = -1;
-static int capturing, pools_made, pool_threshold_set;
+static int capturing, pools_made, pool_threshold_set, device_allocations, syncs;
+static fake_kernel_hook kernel_hook;
 static int contexts[4] = {0, 1, 2, 3};
 
 EXPORT int fake_cuda_launch_count(void) { return launch_count; }
@@ -23,6 +24,9 @@ EXPORT int fake_cuda_pools(void) { return pools_made; }
 EXPORT int fake_cuda_pool_keeps_memory(void) { return pool_threshold_set; }
 EXPORT void fake_cuda_set_capturing(int on) { capturing = on; }
 EXPORT void fake_cuda_reset(void) { launch_count = allocations = pool_allocations = frees = 0; }
+EXPORT void fake_cuda_set_kernel_hook(fake_kernel_hook hook) { kernel_hook = hook; }
+EXPORT int fake_cuda_device_allocations(void) { return device_allocations; }
+EXPORT int fake_cuda_syncs(void) { return syncs; }
 
 EXPORT int cuInit(unsigned flags) { (void)flags; return 0; }
 EXPORT int cuDriverGetVersion(int* v) { *v = 13000; return 0; }
@@ -64,10 +68,29 @@ EXPORT int cuFuncSetAttribute(void* fn, int attr, int value) {
 }
 EXPORT int cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                           unsigned shmem, void* stream, void** params, void** extra) {
-  (void)shmem, (void)stream, (void)params, (void)extra;
+  (void)shmem, (void)stream, (void)extra;
   fake_record_launch(launches, &launch_count, 256, fn, gx, gy, gz, bx, by, bz, current_device);
+  if (kernel_hook) kernel_hook((const char*)fn, params[0]);
   return 0;
 }
+EXPORT int cuMemAlloc_v2(unsigned long long* ptr, size_t bytes) {
+  if (current_device < 0) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+  *ptr = (unsigned long long)malloc(bytes);
+  device_allocations++;
+  return 0;
+}
+EXPORT int cuMemFree_v2(unsigned long long ptr) { free((void*)ptr); return 0; }
+EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t bytes, void* stream) {
+  (void)stream;
+  memcpy((void*)dst, src, bytes);
+  return 0;
+}
+EXPORT int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t bytes, void* stream) {
+  (void)stream;
+  memcpy(dst, (const void*)src, bytes);
+  return 0;
+}
+EXPORT int cuStreamSynchronize(void* stream) { (void)stream; syncs++; return 0; }
 EXPORT int cuMemAllocAsync(unsigned long long* ptr, size_t bytes, void* stream) {
   (void)stream;
   *ptr = (unsigned long long)malloc(bytes);

@@ -32,7 +32,12 @@ std::string to_string(Vendor v);
     (void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**),    \
     "cuLaunchKernel")                                                                                        \
   X(cuGetErrorString, int, (int, const char**), "cuGetErrorString")                                          \
-  X(cuGetErrorName, int, (int, const char**), "cuGetErrorName")
+  X(cuGetErrorName, int, (int, const char**), "cuGetErrorName")                                              \
+  X(cuMemAlloc, int, (unsigned long long*, size_t), "cuMemAlloc_v2")                                         \
+  X(cuMemFree, int, (unsigned long long), "cuMemFree_v2")                                                    \
+  X(cuMemcpyHtoDAsync, int, (unsigned long long, const void*, size_t, void*), "cuMemcpyHtoDAsync_v2")        \
+  X(cuMemcpyDtoHAsync, int, (void*, unsigned long long, size_t, void*), "cuMemcpyDtoHAsync_v2")              \
+  X(cuStreamSynchronize, int, (void*), "cuStreamSynchronize")
 // Optional: stream-ordered scratch for split-KV (CUDA 11.2; without it calls are not split) and
 // graph-capture detection (CUDA 10.0; without it every call takes the capture-safe path).
 #define AC_CUDA_OPTIONAL(X)                                                                                  \
@@ -43,6 +48,8 @@ std::string to_string(Vendor v);
   X(cuMemAllocFromPoolAsync, int, (unsigned long long*, size_t, void*, void*), "cuMemAllocFromPoolAsync")    \
   X(cuStreamIsCapturing, int, (void*, int*), "cuStreamIsCapturing")
 
+// Device memory, copies and stream synchronisation serve the self-test of the fallback kernels
+// (selftest.hpp in the dispatch core): every CUDA and ROCm release has them.
 // The HIP runtime's module API. The properties call has its ROCm 6 name first (ROCm 5 has only
 // the plain one; the arch is found in either layout by content).
 #define AC_HIP_REQUIRED(X)                                                                                   \
@@ -58,7 +65,11 @@ std::string to_string(Vendor v);
     (void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**),    \
     "hipModuleLaunchKernel")                                                                                 \
   X(hipGetErrorString, const char*, (int), "hipGetErrorString")                                              \
-  X(hipGetErrorName, const char*, (int), "hipGetErrorName")
+  X(hipGetErrorName, const char*, (int), "hipGetErrorName")                                                  \
+  X(hipMalloc, int, (void**, size_t), "hipMalloc")                                                           \
+  X(hipFree, int, (void*), "hipFree")                                                                        \
+  X(hipMemcpyAsync, int, (void*, const void*, size_t, int, void*), "hipMemcpyAsync")                         \
+  X(hipStreamSynchronize, int, (void*), "hipStreamSynchronize")
 // Optional: stream-ordered scratch (ROCm 5.3) and graph-capture detection, as for CUDA.
 #define AC_HIP_OPTIONAL(X)                                                                                   \
   X(hipMallocAsync, int, (void**, size_t, void*), "hipMallocAsync")                                          \

@@ -6,12 +6,23 @@
 // the generic row fits every call; what can still fail is the runtime itself (a module the
 // driver will not load, a launch error), reported with the runtime's message.
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "aiter_compat/gpu_runtime/family_verdicts.hpp"
 #include "aiter_compat/gpu_runtime/kernel_table.hpp"
 #include "aiter_compat/gpu_runtime/runtime.hpp"
 
 namespace aiter_compat::gpu {
+
+// The row named by AttentionLaunch::only_row cannot take the call (or is not in the code object).
+struct RowDoesNotFit : GpuError {
+  using GpuError::GpuError;
+};
+
+// Gives a family a verdict before its first use (the self-test, in the dispatch core); returns
+// unknown when the family cannot be checked, which leaves it usable.
+using FamilyCheckFn = Verdict (*)(const FamilyKey& family, void* stream);
 
 struct AttentionLaunch {
   ac_attention_params params{};  // everything but the split fields, which the launcher sets
@@ -21,11 +32,37 @@ struct AttentionLaunch {
   void* stream = nullptr;
   int64_t max_keys = 0;  // keys one query attends to at most (window or sequence)
   int64_t max_rows = 0;  // query rows (tokens x heads of a group) of one sequence at most
+  // The self-test's controls: run this row alone (GpuError when the call does not fit it), and
+  // split the keys this many ways (0: as the launcher chooses), so that each family and the
+  // split merge can be checked on their own. Calls leave both unset.
+  std::optional<KernelId> only_row;
+  int force_splits = 0;
+  // Called for the row the launcher picks, and the split merge when it splits, while their
+  // verdict is unknown; the launcher then plans again (a failed family is passed over).
+  FamilyCheckFn check = nullptr;
 };
+
+// What launch_attention would run for this call now: the row, and the splits (1: no merge).
+// Rows whose family failed its self-test on this device are passed over, and a failed split
+// merge keeps calls unsplit.
+struct LaunchPlan {
+  KernelId row = KernelId::generic;
+  int splits = 1;
+};
+LaunchPlan plan_attention(const AttentionLaunch& call);
 
 // Returns the row that ran (the split merge, when there was one, ran after it).
 KernelId launch_attention(const AttentionLaunch& call);
 void launch_merge_states(const ac_merge_params& params, int dtype, Vendor vendor, int device, void* stream);
+
+// Runs every call of the process on this row where it fits (RowDoesNotFit where not), so that a
+// benchmark can time each family on the same calls; nullopt restores the launcher's choice. A
+// row that failed its self-test is still never run.
+void force_row(std::optional<KernelId> row);
+
+// Names the code object built for `arch` (its size and a hash of its bytes; "" when none is
+// built): a cached self-test verdict holds for this build of the kernels only.
+std::string code_object_id(const std::string& arch);
 
 // The arch of a device, read once per device; throws GpuError when the runtime is unusable.
 std::string device_arch(Vendor v, int device);

@@ -56,6 +56,14 @@ void launch(Vendor v, void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned 
 // Whether `stream` is being captured into a graph; nullopt when the runtime cannot say.
 std::optional<bool> stream_capturing(Vendor v, void* stream);
 
+// Device memory the self-test owns (on the current device), and copies ordered on `stream`:
+// the self-test stages its small fixed case with these and waits for the stream.
+void* device_alloc(Vendor v, size_t bytes);
+void device_free(Vendor v, void* ptr);
+void copy_to_device(Vendor v, void* dst, const void* src, size_t bytes, void* stream);
+void copy_to_host(Vendor v, void* dst, const void* src, size_t bytes, void* stream);
+void stream_sync(Vendor v, void* stream);
+
 // Stream-ordered scratch memory (split-KV partial results). Eager CUDA calls take it from a
 // per-device pool that keeps its memory; captured calls from the default pool (graph nodes).
 bool has_scratch(Vendor v);  // false: the runtime lacks stream-ordered allocation

@@ -50,6 +50,9 @@ class Dispatcher {
   // The call given `failed` (an AITer route) found AITer unreachable: takes back its count,
   // disables AITer and returns the call's new route (counted).
   const Route& reroute_without_aiter(const CallFeatures& f, const Route& failed, const std::string& why);
+  // The call given `failed` (a GPU route) found its kernel family failed on the device: takes
+  // back its count and returns the call's new route (counted), decided with that verdict.
+  const Route& reroute_after_selftest(const CallFeatures& f, const Route& failed);
   // Calls per op and route target since this dispatcher was made, over every router it had.
   std::vector<RouteCount> stats() const;
   // Visits every route of every router this dispatcher had (routes before disable_aiter too).
@@ -59,6 +62,8 @@ class Dispatcher {
   ProbeReport report_;
   std::string front_;
   std::atomic<Router*> router_{nullptr};          // the current one, read without a lock
+  // A kernel family failed its self-test since the current router was made: make another.
+  void renew_router(uint64_t generation);
   std::vector<std::unique_ptr<Router>> routers_;  // every one made: their routes stay referenced
   mutable std::mutex mutex_;
   bool warned_[kOpCount] = {};
@@ -77,7 +82,9 @@ struct FallbackRun {
 // Runs a fallback route (fallback_cpu or fallback_gpu): exports the tensors, makes the outputs
 // the call did not give, checks every argument (contents too before the CPU kernels touch
 // memory; on the GPU the kernels clamp every index), and runs. Throws ArgumentError for bad
-// arguments and RouteError when the GPU runtime fails.
+// arguments and RouteError when the GPU runtime fails; selftest::FamilyFailed (a RouteError)
+// when the call's widest GPU family failed its self-test on this device: the front then asks
+// for the route again, which no longer offers that family, and runs the call there.
 FallbackRun run_fallback(const Route& route, CallArgs& call, const CallFeatures& f);
 
 }  // namespace aiter_compat

@@ -102,7 +102,9 @@ struct Route {
 
 class Router {
  public:
-  Router(Capabilities caps, Policy policy);
+  // `verdict_generation`: gpu::verdict_generation() when the caller read the verdicts it decides
+  // with (a router older than the latest self-test failure is replaced).
+  Router(Capabilities caps, Policy policy, uint64_t verdict_generation = 0);
 
   // The route for these features: decided on first sight, then looked up (shared lock only).
   // *fresh (when given) is set: true for the one caller whose call made the decision, else false.
@@ -111,6 +113,7 @@ class Router {
   Route decide(const CallFeatures& f) const;
 
   Policy policy() const { return policy_; }
+  uint64_t verdict_generation() const { return verdict_generation_; }
   const Capabilities& capabilities() const { return caps_; }
   // Every route decided so far, with the features that led to it.
   std::vector<std::pair<CallFeatures, Route>> decided() const;
@@ -124,6 +127,7 @@ class Router {
 
   Capabilities caps_;
   Policy policy_;
+  uint64_t verdict_generation_ = 0;
   mutable std::shared_mutex mutex_;
   std::unordered_map<CallFeatures, std::unique_ptr<Route>, CallFeaturesHash> routes_;
 };
