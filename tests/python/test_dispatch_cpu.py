@@ -1,13 +1,13 @@
 """CPU tensors run on the reference kernels: every op against the independent reference on
-fresh random inputs, over shapes and edge cases."""
+random inputs (seeded: see conftest.py), over shapes and edge cases."""
 import numpy as np
 import pytest
 
 import aiter_compat
 from attention_reference import attention
+from conftest import RNG
 from dlpack_arrays import bf16_values, bfloat16
 
-RNG = np.random.default_rng()
 TOL = {np.float32: 2e-5, np.float16: 2e-3}
 
 
@@ -249,3 +249,22 @@ def test_softmax_scale_as_a_zero_dim_array():
     a = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 4, 4, softmax_scale=np.array(0.3, np.float32))
     b = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 4, 4, softmax_scale=float(np.float32(0.3)))
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("sink_dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("with_sink", [True, False])
+def test_sink_and_lse_worked_out_by_hand(sink_dtype, with_sink):
+    """One query q = (1, 0) at scale 1 over k0 = (ln 4, 0), k1 = (0, 0) and a sink of 0: weights
+    e^(ln 4) = 4, e^0 = 1 and the sink's e^0 = 1, so out = (4 v0 + v1) / 6 = (2/3, 1/6) with
+    v0 = (1, 0), v1 = (0, 1), and LSE = ln 6 (ln 5 and (4/5, 1/5) without the sink). Independent
+    of any reference code: the numbers are the test."""
+    q = np.array([[[1.0, 0.0]]], np.float32)
+    k = np.array([[[np.log(4.0), 0.0]], [[0.0, 0.0]]], np.float32)
+    v = np.array([[[1.0, 0.0]], [[0.0, 1.0]]], np.float32)
+    cu_q, cu_k = np.array([0, 1], np.int32), np.array([0, 2], np.int32)
+    sinks, _held = sinks_in(sink_dtype, np.zeros(1)) if with_sink else (None, None)
+    out, lse = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 1, 2, softmax_scale=1.0, sink_ptr=sinks,
+                                                   return_lse=True)
+    z = 6.0 if with_sink else 5.0
+    np.testing.assert_allclose(out[0, 0], [4.0 / z, 1.0 / z], atol=1e-6, rtol=0)
+    np.testing.assert_allclose(lse[0, 0], np.log(z), atol=1e-6, rtol=0)
