@@ -169,6 +169,9 @@ TEST(Router, GpuKernelLimitsAreReasons) {
   CallFeatures f = vllm_prefill(true);
   f.head_dim_qk = f.head_dim_v = 256;
   EXPECT_TRUE(any_reason(router.route(f), "head dims 256/256: takes up to 128"));
+  f.head_dim_qk = 128;  // the value head dim alone over the limit
+  EXPECT_TRUE(any_reason(router.route(f), "head dims 128/256: takes up to 128"));
+  EXPECT_EQ(router.route(f).kind, RouteKind::refused);
   // Head dim 96: the generic kernel takes it, the tiled and decode ones pass it over, saying why.
   f.head_dim_qk = f.head_dim_v = 96;
   const Route& r96 = router.route(f);
