@@ -4,8 +4,9 @@
 # per fuzzer: inputs tried and crashes. Part of the README's test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CXX_COMPILER=${CXX_COMPILER:-clang++-19}
-C_COMPILER=${C_COMPILER:-clang-19}
+# debian-packages.txt installs clang-22; an older clang with its sanitizer runtimes also works.
+CXX_COMPILER=${CXX_COMPILER:-$(command -v clang++-22 || command -v clang++-19 || echo clang++)}
+C_COMPILER=${C_COMPILER:-$(command -v clang-22 || command -v clang-19 || echo clang)}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER="$CXX_COMPILER" -DCMAKE_C_COMPILER="$C_COMPILER" -DPython3_EXECUTABLE=/usr/bin/python3 \

@@ -2,7 +2,9 @@
 // thread-local message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -10,67 +12,116 @@
 
 #include "aiter_compat.h"
 #include "host_tensor.hpp"
-#include "reference_attention.hpp"
+#include "dense_attention.hpp"
+#include "test_seed.hpp"
 
 using namespace aiter_compat;
 using namespace aiter_compat::testing_support;
 
 namespace {
 
-
+// Two sequences, GQA 4, a window that cuts (3 keys back, or 2 back and 1 ahead without the
+// causal mask) and random sinks: a route that drops the window or the sink gives another result.
 struct VarlenCase {
-  HostTensor q{DType::f32, {7, 8, 16}}, k{DType::f32, {9, 2, 16}}, v{DType::f32, {9, 2, 16}},
-      out{DType::f32, {7, 8, 16}}, lse{DType::f32, {8, 7}}, sinks{DType::f32, {8}};
-  HostTensor cu_q = i32_tensor({0, 3, 7}), cu_k = i32_tensor({0, 4, 9});
+  static constexpr int64_t kHq = 8, kHk = 2, kD = 16;
+  std::vector<int64_t> q_lens{5, 7}, k_lens{8, 10};
+  HostTensor q{DType::f32, {12, kHq, kD}}, k{DType::f32, {18, kHk, kD}}, v{DType::f32, {18, kHk, kD}},
+      out{DType::f32, {12, kHq, kD}}, lse{DType::f32, {kHq, 12}}, sinks{DType::f32, {kHq}};
+  HostTensor cu_q = i32_tensor({0, 5, 12}), cu_k = i32_tensor({0, 8, 18});
   Dl dq{q}, dk{k}, dv{v}, dout{out}, dlse{lse}, dsinks{sinks}, dcu_q{cu_q}, dcu_k{cu_k};
   aiter_compat_varlen_args args{};
-  VarlenCase() {
-    std::mt19937 rng(std::random_device{}());
+  VarlenCase(std::mt19937& rng, bool causal = true, Window window = {3, 0, 0}) {
     q.fill_random(rng), k.fill_random(rng), v.fill_random(rng), sinks.fill_random(rng);
-    out.fill(NAN);
-    args = {&dq.t, &dk.t, &dv.t, &dcu_q.t, &dcu_k.t, &dsinks.t, &dout.t, &dlse.t, 4, 5, 0.0, 1, 127, 0};
+    out.fill(NAN), lse.fill(NAN);
+    args = {&dq.t, &dk.t, &dv.t, &dcu_q.t, &dcu_k.t, &dsinks.t, &dout.t, &dlse.t, 7, 10, 0.0, causal ? 1 : 0,
+            window.left, window.right, 0.0};
+  }
+  Window window() const { return {args.window_left, args.window_right, 0}; }
+
+  // The dense formulation of the same call, with the window and sink given (the call's own by
+  // default): out [12, Hq, D] and lse [Hq, 12] as doubles.
+  std::pair<std::vector<double>, std::vector<double>> dense(Window w, bool with_sinks) const {
+    std::vector<double> o(static_cast<size_t>(out.numel())), l(static_cast<size_t>(lse.numel()));
+    const double scale = 1.0 / std::sqrt(static_cast<double>(kD));
+    int64_t q0 = 0, k0 = 0;
+    for (size_t b = 0; b < q_lens.size(); ++b) {
+      for (int64_t h = 0; h < kHq; ++h) {
+        const int64_t kh = h / (kHq / kHk);
+        Dense r = dense_attention(rows(q, q0, q_lens[b], h), rows(k, k0, k_lens[b], kh), rows(v, k0, k_lens[b], kh), kD,
+                                  scale, args.causal != 0, w, with_sinks ? sinks.get(h) : kNoSink);
+        for (int64_t i = 0; i < q_lens[b]; ++i) {
+          for (int64_t e = 0; e < kD; ++e) o[static_cast<size_t>(((q0 + i) * kHq + h) * kD + e)] = r.out[i * kD + e];
+          l[static_cast<size_t>(h * 12 + q0 + i)] = r.lse[i];
+        }
+      }
+      q0 += q_lens[b], k0 += k_lens[b];
+    }
+    return {o, l};
   }
 };
 
+double max_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
+std::vector<double> values(const HostTensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  return v;
+}
+
+// The call's output and LSE against the dense reference, and the case against itself: the
+// window must cut and the sinks must matter, or a route dropping them would pass unseen.
+void expect_matches_dense(const VarlenCase& c) {
+  auto [want, want_lse] = c.dense(c.window(), true);
+  EXPECT_LT(max_difference(values(c.out), want), 2e-6);
+  EXPECT_LT(max_difference(values(c.lse), want_lse), 1e-5);
+  EXPECT_GT(max_difference(c.dense({-1, -1, 0}, true).first, want), 1e-2) << "the window cuts nothing here";
+  EXPECT_GT(max_difference(c.dense(c.window(), false).first, want), 1e-2) << "the sinks change nothing here";
+  EXPECT_GT(max_difference(c.dense(c.window(), false).second, want_lse), 1e-2) << "the sinks leave the LSE alone";
+}
+
 }  // namespace
 
-TEST(CApi, VarlenOnCpuMatchesTheReferenceKernel) {
-  VarlenCase c;
-  ASSERT_EQ(aiter_compat_varlen_attention(&c.args, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
-  HostTensor want(DType::f32, {7, 8, 16}), want_lse(DType::f32, {8, 7});
-  VarlenArgs a;
-  a.q = c.q.view, a.k = c.k.view, a.v = c.v.view, a.cu_seqlens_q = c.cu_q.view, a.cu_seqlens_k = c.cu_k.view;
-  a.sinks = c.sinks.view, a.out = want.view, a.lse = want_lse.view, a.max_seqlen_q = 4, a.max_seqlen_k = 5;
-  a.causal = true, a.window = {127, 0, 0};
-  cpu::varlen_attention(a);
-  EXPECT_EQ(c.out.bytes, want.bytes);
-  EXPECT_EQ(c.lse.bytes, want_lse.bytes);
+TEST(CApi, VarlenOnCpuMatchesTheDenseReference) {
+  SeededRng rng;
+  for (auto [causal, window] : {std::pair<bool, Window>{true, {3, 0, 0}}, {false, {2, 1, 0}}, {true, {0, 0, 0}}}) {
+    SCOPED_TRACE("causal " + std::to_string(causal) + " window (" + std::to_string(window.left) + ", " +
+                 std::to_string(window.right) + ")");
+    VarlenCase c(rng, causal, window);
+    ASSERT_EQ(aiter_compat_varlen_attention(&c.args, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
+    expect_matches_dense(c);
+  }
   EXPECT_EQ(aiter_compat_abi_version(), AITER_COMPAT_ABI_VERSION);
 }
 
 TEST(CApi, BadArgumentsNameTheArgument) {
   EXPECT_EQ(aiter_compat_varlen_attention(nullptr, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
   EXPECT_NE(std::string(aiter_compat_last_error()).find("args"), std::string::npos);
-  VarlenCase c;
+  SeededRng rng;
+  VarlenCase c(rng);
   c.args.q = nullptr;
   EXPECT_EQ(aiter_compat_varlen_attention(&c.args, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
   EXPECT_EQ(std::string(aiter_compat_last_error()), "q: found NULL, needed a tensor");
-  VarlenCase nan_sinks;
+  VarlenCase nan_sinks(rng);
   nan_sinks.sinks.set(2, NAN);
   EXPECT_EQ(aiter_compat_varlen_attention(&nan_sinks.args, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
   EXPECT_NE(std::string(aiter_compat_last_error()).find("sinks: found NaN at head 2"), std::string::npos);
-  VarlenCase i64;
+  VarlenCase i64(rng);
   i64.dcu_q.t.dtype = {kDLInt, 64, 1};
   EXPECT_EQ(aiter_compat_varlen_attention(&i64.args, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
   EXPECT_NE(std::string(aiter_compat_last_error()).find("cu_seqlens_q: found dtype int64"), std::string::npos);
-  VarlenCase dims;
+  VarlenCase dims(rng);
   dims.dq.t.ndim = 9;
   EXPECT_EQ(aiter_compat_varlen_attention(&dims.args, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
   EXPECT_NE(std::string(aiter_compat_last_error()).find("9 dimensions"), std::string::npos);
 }
 
 TEST(CApi, GpuTensorsWithoutKernelsAreRefusedWithEveryReason) {
-  VarlenCase c;
+  SeededRng rng;
+  VarlenCase c(rng);
   for (Dl* d : {&c.dq, &c.dk, &c.dv, &c.dout, &c.dlse, &c.dsinks, &c.dcu_q, &c.dcu_k}) d->t.device = {kDLCUDA, 0};
   ASSERT_EQ(aiter_compat_varlen_attention(&c.args, nullptr), AITER_COMPAT_NO_ROUTE);
   std::string msg = aiter_compat_last_error();
@@ -83,7 +134,8 @@ TEST(CApi, GpuTensorsWithoutKernelsAreRefusedWithEveryReason) {
 }
 
 TEST(CApi, ExplainAndPolicy) {
-  VarlenCase c;
+  SeededRng rng;
+  VarlenCase c(rng);
   char buf[4096];
   ASSERT_EQ(aiter_compat_explain_varlen(&c.args, buf, sizeof buf), AITER_COMPAT_OK);
   EXPECT_NE(std::string(buf).find("route: fallback (cpu)"), std::string::npos) << buf;
@@ -95,20 +147,54 @@ TEST(CApi, ExplainAndPolicy) {
   EXPECT_EQ(aiter_compat_varlen_attention(&c.args, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
 }
 
-TEST(CApi, PagedDecodeOnCpu) {
-  HostTensor q(DType::f32, {2, 4, 16}), kc(DType::f32, {4, 16, 2, 16}), vc(DType::f32, {4, 16, 2, 16}),
-      out(DType::f32, {2, 4, 16}), want(DType::f32, {2, 4, 16}), sinks(DType::f32, {4});
-  std::mt19937 rng(std::random_device{}());
+namespace {
+
+// Rows [0, count) of one KV head of a sequence in an NHD paged cache [blocks, block, heads, dim].
+Rows paged_rows(const HostTensor& cache, const HostTensor& table, int64_t seq, int64_t count, int64_t head) {
+  const int64_t block = cache.view.shape[1], heads = cache.view.shape[2], d = cache.view.shape[3];
+  const int64_t per_seq = table.view.shape[1];
+  Rows out;
+  for (int64_t j = 0; j < count; ++j) {
+    const int64_t blk = static_cast<int64_t>(table.get(seq * per_seq + j / block));
+    std::vector<double> row;
+    for (int64_t e = 0; e < d; ++e) row.push_back(cache.get(((blk * block + j % block) * heads + head) * d + e));
+    out.push_back(row);
+  }
+  return out;
+}
+
+}  // namespace
+
+// Decode over a shuffled block table with a window of 3 keys back (it cuts both sequences) and
+// sinks, against the dense reference on the keys gathered in order.
+TEST(CApi, PagedDecodeOnCpuMatchesTheDenseReference) {
+  constexpr int64_t kHq = 4, kHk = 2, kD = 16;
+  HostTensor q(DType::f32, {2, kHq, kD}), kc(DType::f32, {4, 16, kHk, kD}), vc(DType::f32, {4, 16, kHk, kD}),
+      out(DType::f32, {2, kHq, kD}), sinks(DType::f32, {kHq});
+  SeededRng rng;
   q.fill_random(rng), kc.fill_random(rng), vc.fill_random(rng), sinks.fill_random(rng);
+  out.fill(NAN);
   HostTensor cu = i32_tensor({0, 1, 2}), used = i32_tensor({20, 5}), bt = i32_tensor({3, 1, 0, 2}, {2, 2});
   Dl dq(q), dk(kc), dv(vc), dout(out), ds(sinks), dcu(cu), du(used), dbt(bt);
-  aiter_compat_paged_args a{&dq.t, &dk.t, &dv.t, &dcu.t, &du.t, &dbt.t, &ds.t, &dout.t, nullptr, 1, 20, 0.0, 1, -1, -1};
+  aiter_compat_paged_args a{&dq.t, &dk.t, &dv.t, &dcu.t, &du.t, &dbt.t, &ds.t, &dout.t, nullptr, 1, 20, 0.0, 1, 3, -1, 0.0};
   ASSERT_EQ(aiter_compat_paged_attention(&a, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
-  PagedArgs p;
-  p.q = q.view, p.k_cache = kc.view, p.v_cache = vc.view, p.cu_seqlens_q = cu.view, p.seqused_k = used.view;
-  p.block_table = bt.view, p.sinks = sinks.view, p.out = want.view, p.max_seqlen_q = 1, p.max_seqlen_k = 20;
-  cpu::paged_attention(p);
-  EXPECT_EQ(out.bytes, want.bytes);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(kD));
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < kHq; ++h) {
+      const int64_t ctx = static_cast<int64_t>(used.get(b)), kh = h / (kHq / kHk);
+      Rows keys = paged_rows(kc, bt, b, ctx, kh), vals = paged_rows(vc, bt, b, ctx, kh), query = rows(q, b, 1, h);
+      Dense want = dense_attention(query, keys, vals, kD, scale, true, {3, -1, 0}, sinks.get(h));
+      Dense unwindowed = dense_attention(query, keys, vals, kD, scale, true, {-1, -1, 0}, sinks.get(h));
+      Dense sinkless = dense_attention(query, keys, vals, kD, scale, true, {3, -1, 0}, kNoSink);
+      double cut = 0, sunk = 0;
+      for (int64_t e = 0; e < kD; ++e) {
+        EXPECT_NEAR(out.get((b * kHq + h) * kD + e), want.out[e], 2e-6) << "sequence " << b << " head " << h;
+        cut = std::max(cut, std::abs(unwindowed.out[e] - want.out[e]));
+        sunk = std::max(sunk, std::abs(sinkless.out[e] - want.out[e]));
+      }
+      EXPECT_GT(cut, 1e-3) << "the window cuts nothing in sequence " << b;
+      EXPECT_GT(sunk, 1e-3) << "the sink changes nothing in sequence " << b << " head " << h;
+    }
   bt.set(1, 9);
   EXPECT_EQ(aiter_compat_paged_attention(&a, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
   EXPECT_NE(std::string(aiter_compat_last_error()).find("block_table[0, 1]: found 9"), std::string::npos);
@@ -117,23 +203,18 @@ TEST(CApi, PagedDecodeOnCpu) {
 TEST(CApi, FirstUseFromManyThreadsProbesOnceAndAgrees) {
   ASSERT_EQ(aiter_compat_set_policy(nullptr), AITER_COMPAT_OK);  // forget the router: the next call probes
   constexpr int kThreads = 16;
-  std::vector<VarlenCase> cases(kThreads);
+  SeededRng rng;
+  std::vector<std::unique_ptr<VarlenCase>> cases;
+  for (int t = 0; t < kThreads; ++t) cases.push_back(std::make_unique<VarlenCase>(rng));
   std::vector<aiter_compat_status> status(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] { status[t] = aiter_compat_varlen_attention(&cases[t].args, nullptr); });
+    threads.emplace_back([&, t] { status[t] = aiter_compat_varlen_attention(&cases[t]->args, nullptr); });
   for (auto& t : threads) t.join();
   for (int t = 0; t < kThreads; ++t) {
+    SCOPED_TRACE("thread " + std::to_string(t));
     EXPECT_EQ(status[t], AITER_COMPAT_OK);
-    // Each thread's result is the reference kernel's on its own inputs.
-    HostTensor want(DType::f32, {7, 8, 16});
-    VarlenArgs a;
-    VarlenCase& c = cases[t];
-    a.q = c.q.view, a.k = c.k.view, a.v = c.v.view, a.cu_seqlens_q = c.cu_q.view, a.cu_seqlens_k = c.cu_k.view;
-    a.sinks = c.sinks.view, a.out = want.view, a.max_seqlen_q = 4, a.max_seqlen_k = 5, a.causal = true;
-    a.window = {127, 0, 0};
-    cpu::varlen_attention(a);
-    EXPECT_EQ(c.out.bytes, want.bytes) << "thread " << t;
+    expect_matches_dense(*cases[t]);  // each thread's result is its own inputs'
   }
 }
 
@@ -153,7 +234,8 @@ uint64_t cpu_varlen_calls() {
 
 TEST(CApi, StatsCountEveryCallOfARoute) {
   const uint64_t before = cpu_varlen_calls();
-  VarlenCase c;
+  SeededRng rng;
+  VarlenCase c(rng);
   for (int i = 0; i < 3; ++i) ASSERT_EQ(aiter_compat_varlen_attention(&c.args, nullptr), AITER_COMPAT_OK);
   std::thread other([&] { ASSERT_EQ(aiter_compat_varlen_attention(&c.args, nullptr), AITER_COMPAT_OK); });
   other.join();

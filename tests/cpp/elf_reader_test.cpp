@@ -5,8 +5,10 @@
 #include <random>
 
 #include "aiter_compat/probe/elf_reader.hpp"
+#include "test_seed.hpp"
 
 using namespace aiter_compat;
+using aiter_compat::testing_support::SeededRng;
 
 namespace {
 bool has(const ElfExports& e, const std::string& s) {
@@ -49,10 +51,10 @@ TEST(ElfReader, SurvivesEveryTruncationAndCorruption) {
   }
   ElfExports full = parse_elf_exports(good.data(), good.size());
   EXPECT_TRUE(full.ok);
-  std::mt19937 rng(std::random_device{}());
+  SeededRng rng;
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<unsigned char> bad = good;
-    for (int k = 0; k < 8; ++k) bad[rng() % bad.size()] = static_cast<unsigned char>(rng());
+    for (int k = 0; k < 8; ++k) bad[(*rng)() % bad.size()] = static_cast<unsigned char>((*rng)());
     ElfExports e = parse_elf_exports(bad.data(), bad.size());
     EXPECT_TRUE(e.ok || !e.error.empty());
   }

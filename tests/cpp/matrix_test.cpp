@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -18,21 +19,57 @@ std::string source_matrix_text() {
   return text.str();
 }
 
-void expect_same_release(const MatrixRelease& a, const MatrixRelease& b) {
-  EXPECT_EQ(a.version.text, b.version.text);
-  EXPECT_EQ(a.tag, b.tag);
-  EXPECT_EQ(a.distribution, b.distribution);
-  ASSERT_EQ(a.ops.size(), b.ops.size()) << a.version.text;
-  for (const auto& [name, op] : a.ops) {
-    const MatrixOp& other = b.ops.at(name);
-    EXPECT_EQ(op.present, other.present) << a.version.text << " " << name;
-    EXPECT_EQ(op.module, other.module) << a.version.text << " " << name;
-    EXPECT_EQ(op.aliases, other.aliases) << a.version.text << " " << name;
-    EXPECT_EQ(op.sinks, other.sinks) << a.version.text << " " << name;
-    EXPECT_EQ(op.window_arity, other.window_arity) << a.version.text << " " << name;
-    EXPECT_EQ(op.required, other.required) << a.version.text << " " << name;
-    EXPECT_EQ(op.params, other.params) << a.version.text << " " << name;
+// Every field of two matrices that differs, named; empty when they are the same.
+std::vector<std::string> differences(const CompatMatrix& x, const CompatMatrix& y) {
+  std::vector<std::string> out;
+  auto check = [&](bool same, const std::string& what) {
+    if (!same) out.push_back(what);
+  };
+  check(x.releases().size() == y.releases().size(), "number of releases");
+  for (size_t i = 0; i < std::min(x.releases().size(), y.releases().size()); ++i) {
+    const MatrixRelease &a = x.releases()[i], &b = y.releases()[i];
+    const std::string at = "release " + a.version.text;
+    check(a.version.text == b.version.text && a.version == b.version, at + " version");
+    check(a.tag == b.tag, at + " tag");
+    check(a.distribution == b.distribution, at + " distribution");
+    check(a.ops.size() == b.ops.size(), at + " number of ops");
+    for (const auto& [name, op] : a.ops) {
+      auto it = b.ops.find(name);
+      if (it == b.ops.end()) {
+        out.push_back(at + " " + name + " missing");
+        continue;
+      }
+      const MatrixOp& other = it->second;
+      check(op.present == other.present, at + " " + name + " present");
+      check(op.module == other.module, at + " " + name + " module");
+      check(op.aliases == other.aliases, at + " " + name + " aliases");
+      check(op.sinks == other.sinks, at + " " + name + " sinks");
+      check(op.window_arity == other.window_arity, at + " " + name + " window_arity");
+      check(op.required == other.required, at + " " + name + " required");
+      check(op.params == other.params, at + " " + name + " params");
+    }
   }
+  check(x.quirks().size() == y.quirks().size(), "number of quirks");
+  for (size_t i = 0; i < std::min(x.quirks().size(), y.quirks().size()); ++i) {
+    const MatrixQuirk &a = x.quirks()[i], &b = y.quirks()[i];
+    const std::string at = "quirk " + a.id;
+    check(a.id == b.id, at + " id");
+    check(a.versions.text() == b.versions.text(), at + " versions");
+    check(a.archs == b.archs, at + " archs");
+    check(a.ops == b.ops, at + " ops");
+    check(a.requires_param == b.requires_param, at + " requires_param");
+    check(a.when == b.when, at + " when");
+    check(a.effect == b.effect, at + " effect");
+    check(a.summary == b.summary, at + " summary");
+  }
+  return out;
+}
+
+std::string replaced_once(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
 }
 
 }  // namespace
@@ -40,20 +77,23 @@ void expect_same_release(const MatrixRelease& a, const MatrixRelease& b) {
 TEST(Matrix, BuiltinEqualsTheSourceFile) {
   CompatMatrix file = CompatMatrix::from_yaml(source_matrix_text(), SOURCE_MATRIX);
   const CompatMatrix& builtin = CompatMatrix::builtin();
-  ASSERT_EQ(file.releases().size(), builtin.releases().size());
-  for (size_t i = 0; i < file.releases().size(); ++i) expect_same_release(file.releases()[i], builtin.releases()[i]);
-  ASSERT_EQ(file.quirks().size(), builtin.quirks().size());
-  for (size_t i = 0; i < file.quirks().size(); ++i) {
-    const MatrixQuirk &a = file.quirks()[i], &b = builtin.quirks()[i];
-    EXPECT_EQ(a.id, b.id);
-    EXPECT_EQ(a.versions.text(), b.versions.text());
-    EXPECT_EQ(a.archs, b.archs);
-    EXPECT_EQ(a.ops, b.ops);
-    EXPECT_EQ(a.requires_param, b.requires_param);
-    EXPECT_EQ(a.when, b.when);
-    EXPECT_EQ(a.effect, b.effect);
-    EXPECT_EQ(a.summary, b.summary);
-  }
+  EXPECT_EQ(differences(file, builtin), std::vector<std::string>{});
+}
+
+// The comparison itself sees a change of one value anywhere: one parameter of one release, one
+// quirk's condition, one release's distribution.
+TEST(Matrix, ComparisonSeesOneChangedValue) {
+  const std::string text = source_matrix_text();
+  CompatMatrix file = CompatMatrix::from_yaml(text, "m.yaml");
+  auto changed = [&](const std::string& from, const std::string& to) {
+    return differences(file, CompatMatrix::from_yaml(replaced_once(text, from, to), "changed.yaml"));
+  };
+  EXPECT_EQ(changed("return_lse, return_attn_probs, block_table]", "return_attn_probs, return_lse, block_table]"),
+            std::vector<std::string>{"release 0.1.1 flash_attn_varlen_func params"});
+  EXPECT_EQ(changed("head_dim_qk: [128, 192]", "head_dim_qk: [128]"),
+            std::vector<std::string>{"quirk v3-asm-drops-sinks when"});
+  EXPECT_EQ(changed("    distribution: amd-aiter\n", "    distribution: aiter\n"),
+            std::vector<std::string>{"release 0.1.7.post2.dev18 distribution"});
 }
 
 TEST(Matrix, IndexedTextParsesOnlyWhatIsAskedFor) {
@@ -122,8 +162,14 @@ TEST(Matrix, FactsOfTheApiHistory) {
   EXPECT_EQ(op("0.1.6.post2", "unified_attention").module, "aiter.ops.triton.unified_attention");
   EXPECT_EQ(op("0.1.10", "unified_attention").module, "aiter.ops.triton.attention.unified_attention");
   EXPECT_EQ(op("0.1.10", "unified_attention").aliases, std::vector<std::string>{"aiter.ops.triton.unified_attention"});
+  // q_scales was inserted right before alibi_slopes (the positional shift of that release).
   const auto& ua = op("0.1.15.post1", "unified_attention").params;
-  EXPECT_EQ(*std::find(ua.begin(), ua.end(), "q_scales"), "q_scales");
+  auto q_scales = std::find(ua.begin(), ua.end(), "q_scales");
+  ASSERT_NE(q_scales, ua.end());
+  ASSERT_NE(q_scales + 1, ua.end());
+  EXPECT_EQ(*(q_scales + 1), "alibi_slopes");
+  const auto& before = op("0.1.15", "unified_attention").params;
+  EXPECT_EQ(std::find(before.begin(), before.end(), "q_scales"), before.end());
   EXPECT_EQ(op("0.1.20.post1", "pa_fwd_asm").sinks, "unsupported");
   // v0.1.1 and v0.1.2: only aiter/paged_attn.py's wrapper, with parameters of its own.
   EXPECT_EQ(op("0.1.1", "paged_attention_v1").module, "aiter.paged_attn");

@@ -7,66 +7,17 @@
 #include <numeric>
 
 #include "aiter_compat/shim/validate.hpp"
+#include "dense_attention.hpp"
 #include "host_tensor.hpp"
 #include "reference_attention.hpp"
+#include "test_seed.hpp"
 
 using namespace aiter_compat;
 using namespace aiter_compat::testing_support;
 
 namespace {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-struct Dense {
-  // Row-major [Sq][Dv] output and [Sq] lse of one sequence and one query head.
-  std::vector<double> out, lse;
-};
-
-// q: [Sq][D], k: [Sk][D], v: [Sk][Dv] as doubles.
-Dense dense_attention(const std::vector<std::vector<double>>& q, const std::vector<std::vector<double>>& k,
-                      const std::vector<std::vector<double>>& v, int64_t dv, double scale, bool causal, Window w,
-                      double sink, double softcap) {
-  const int64_t sq = static_cast<int64_t>(q.size()), sk = static_cast<int64_t>(k.size());
-  Dense r;
-  r.out.assign(static_cast<size_t>(sq * dv), 0.0);
-  r.lse.assign(static_cast<size_t>(sq), kNegInf);
-  for (int64_t i = 0; i < sq; ++i) {
-    std::vector<double> logits(static_cast<size_t>(sk + 1), kNegInf);  // last column: the sink
-    for (int64_t j = 0; j < sk; ++j) {
-      int64_t shift = sk - sq;  // query i sits at key position i + shift
-      bool allowed = (!causal || j <= i + shift) && (w.left < 0 || j >= i + shift - w.left) &&
-                     (w.right < 0 || j <= i + shift + w.right);
-      if (!allowed) continue;
-      double s = 0;
-      for (size_t e = 0; e < q[i].size(); ++e) s += q[i][e] * k[j][e];
-      s *= scale;
-      if (softcap > 0) s = softcap * std::tanh(s / softcap);
-      logits[j] = s;
-    }
-    logits[sk] = sink;
-    double m = *std::max_element(logits.begin(), logits.end());
-    if (m == kNegInf) continue;  // nothing to attend to: output 0, lse -inf
-    double z = 0;
-    for (double l : logits) z += std::exp(l - m);
-    r.lse[i] = m + std::log(z);
-    for (int64_t j = 0; j < sk; ++j) {
-      double p = std::exp(logits[j] - m) / z;
-      for (int64_t e = 0; e < dv; ++e) r.out[i * dv + e] += p * v[j][e];
-    }
-  }
-  return r;
-}
-
-std::vector<std::vector<double>> rows(const HostTensor& t, int64_t token0, int64_t count, int64_t head) {
-  const int64_t heads = t.view.shape[t.view.ndim - 2], d = t.view.shape[t.view.ndim - 1];
-  std::vector<std::vector<double>> out;
-  for (int64_t i = 0; i < count; ++i) {
-    std::vector<double> row;
-    for (int64_t e = 0; e < d; ++e) row.push_back(t.get(((token0 + i) * heads + head) * d + e));
-    out.push_back(row);
-  }
-  return out;
-}
+constexpr double kNegInf = kNoSink;
 
 double tolerance(DType t) { return t == DType::f32 ? 2e-6 : t == DType::f16 ? 2e-3 : 1.6e-2; }
 
@@ -131,7 +82,7 @@ void check_varlen(const VarlenCase& c, std::mt19937& rng) {
 }  // namespace
 
 TEST(ReferenceAttention, VarlenMatchesDenseSoftmaxWithSinkColumn) {
-  std::mt19937 rng(std::random_device{}());
+  SeededRng rng;
   const std::vector<VarlenCase> cases = {
       {{5, 1, 7}, {5, 9, 7}, 8, 2, 16, 16, true, {}, true},           // GQA 4, causal, sinks
       {{3, 4}, {6, 4}, 4, 4, 8, 12, false, {}, true},                  // non-causal, Dv != D
@@ -184,7 +135,7 @@ TEST(ReferenceAttention, SinkAndLseWorkedOutByHand) {
 }
 
 TEST(ReferenceAttention, MinusInfinitySinkEqualsNoSink) {
-  std::mt19937 rng(std::random_device{}());
+  SeededRng rng;
   HostTensor q(DType::f32, {3, 2, 8}), k(DType::f32, {3, 1, 8}), v(DType::f32, {3, 1, 8}), o1(DType::f32, {3, 2, 8}),
       o2(DType::f32, {3, 2, 8}), sinks(DType::f32, {2});
   q.fill_random(rng), k.fill_random(rng), v.fill_random(rng);
@@ -202,7 +153,7 @@ TEST(ReferenceAttention, MinusInfinitySinkEqualsNoSink) {
 TEST(ReferenceAttention, PagedMatchesContiguous) {
   // The same sequences through a shuffled block table must give what the varlen kernel gives on
   // the keys laid out contiguously.
-  std::mt19937 rng(std::random_device{}());
+  SeededRng rng;
   for (int64_t block_size : {1, 4, 16}) {
     const std::vector<int64_t> ctx = {13, 1, 20}, qlen = {13, 1, 3};  // prefill, decode, extend
     const int64_t hq = 8, hk = 2, d = 16, nb_per_seq = (20 + block_size - 1) / block_size, nblocks = 3 * nb_per_seq + 2;
@@ -210,7 +161,7 @@ TEST(ReferenceAttention, PagedMatchesContiguous) {
     kc.fill_random(rng), vc.fill_random(rng);
     std::vector<int64_t> perm(static_cast<size_t>(nblocks));
     std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
+    std::shuffle(perm.begin(), perm.end(), *rng);
     std::vector<int64_t> table;
     for (int64_t b = 0; b < 3; ++b)
       for (int64_t i = 0; i < nb_per_seq; ++i) table.push_back(perm[static_cast<size_t>(b * nb_per_seq + i)]);

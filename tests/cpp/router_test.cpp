@@ -198,6 +198,10 @@ TEST(Router, GpuKernelLimitsAreReasons) {
   f.q_heads = 16 * f.kv_heads;
   EXPECT_TRUE(any_reason(router.route(f), "16 query heads per KV head x head dim 256 = 4096: at most 2048"));
   f = vllm_prefill(true);
+  f.head_dim_qk = 128, f.head_dim_v = 512;  // the value head dim alone over the limit
+  EXPECT_TRUE(any_reason(router.route(f), "head dims 128/512: takes up to 256"));
+  EXPECT_EQ(router.route(f).kind, RouteKind::refused);
+  f = vllm_prefill(true);
   // Head dim 96: the generic kernel takes it, the tiled and decode ones pass it over, saying why.
   f.head_dim_qk = f.head_dim_v = 96;
   const Route& r96 = router.route(f);

@@ -1,6 +1,6 @@
 """Every GPU fallback kernel through the Python module, against the CPU reference route of the
-same module on the same inputs (fresh random inputs each run; outputs poisoned with NaN so an
-unwritten element fails). Bounds from docs: 2e-3 for decode, 1e-2 for bf16 prefill, absolute for
+same module on the same inputs (random inputs seeded per test, see conftest.py; outputs
+poisoned with NaN so an unwritten element fails). Bounds from docs: 2e-3 for decode, 1e-2 for bf16 prefill, absolute for
 values below 1 and relative above (see record)."""
 import pytest
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tomllib
 
+import numpy as np
 import pytest
 
 SOURCE = os.environ.get("AITER_COMPAT_SOURCE", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -16,6 +17,62 @@ import make_fixture  # noqa: E402
 MATRIX_PATH = os.path.join(SOURCE, "compat_matrix.yaml")
 BUILD_PYTHON = os.environ.get("AITER_COMPAT_PYTHONPATH", os.path.join(SOURCE, "build", "python"))
 sys.path.insert(0, BUILD_PYTHON)  # the aiter_compat module as built
+
+
+# Random inputs that can be replayed: every test draws from a generator seeded afresh with one
+# seed (fixed, or AITER_COMPAT_TEST_SEED), so a test gets the same data alone or in the suite,
+# and a failure names the seed to replay.
+DEFAULT_SEED = 20240611
+
+
+def replay_seed():
+    text = os.environ.get("AITER_COMPAT_TEST_SEED", "")
+    if not text:
+        return DEFAULT_SEED
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise pytest.UsageError(f"AITER_COMPAT_TEST_SEED={text!r} is not a number") from None
+
+
+class SeededRandom:
+    """The current test's numpy Generator; modules hold this one object (RNG) and the autouse
+    fixture below gives it a fresh generator before each test."""
+
+    def __init__(self):
+        self.generator = np.random.default_rng(replay_seed())
+
+    def __getattr__(self, name):
+        return getattr(self.generator, name)
+
+
+RNG = SeededRandom()
+
+
+@pytest.fixture(autouse=True)
+def _seeded_random():
+    RNG.generator = np.random.default_rng(replay_seed())
+    yield
+
+
+@pytest.fixture
+def rng():
+    """This test's numpy Generator (the same one RNG forwards to)."""
+    return RNG.generator
+
+
+def pytest_report_header(config):
+    return f"random inputs from seed {replay_seed()} (AITER_COMPAT_TEST_SEED replays another)"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        seed = replay_seed()
+        report.sections.append(("random inputs", f"seed {seed}; replay: AITER_COMPAT_TEST_SEED={seed} "
+                                                 f"python3 -m pytest '{item.nodeid}'"))
 
 
 def project_version():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import aiter_compat
-from conftest import BUILD_PYTHON, SOURCE
+from conftest import BUILD_PYTHON, SOURCE, replay_seed
 
 
 class RocmTensor:
@@ -98,7 +98,7 @@ def test_first_use_from_many_threads():
     code = r"""
 import threading, numpy as np, aiter_compat as a
 from attention_reference import attention
-rng = np.random.default_rng()
+rng = np.random.default_rng(SEED)
 results, errors = [None] * 12, []
 def work(i):
     try:
@@ -116,7 +116,7 @@ assert max(results) < 1e-5, results
 assert len(a.routes()) == 1, a.routes()
 print("ok")
 """
-    proc = run(code, PYTHONPATH=f"{BUILD_PYTHON}:{os.path.join(SOURCE, 'tests', 'python')}")
+    proc = run(code.replace("SEED", str(replay_seed())), PYTHONPATH=f"{BUILD_PYTHON}:{os.path.join(SOURCE, 'tests', 'python')}")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 

@@ -1,13 +1,13 @@
 """CPU tensors run on the reference kernels: every op against the independent reference on
-fresh random inputs, over shapes and edge cases."""
+random inputs (seeded: see conftest.py), over shapes and edge cases."""
 import numpy as np
 import pytest
 
 import aiter_compat
 from attention_reference import attention
+from conftest import RNG
 from dlpack_arrays import bf16_values, bfloat16
 
-RNG = np.random.default_rng()
 TOL = {np.float32: 2e-5, np.float16: 2e-3}
 
 
@@ -295,3 +295,22 @@ def test_unified_attention_descale_errors_name_the_argument(name, value, needed)
         aiter_compat.unified_attention(q, kc, vc, out, cu_q, max(qlen), used, max(ctx), 0.25, True, (-1, -1), table, 0,
                                        d["q_descale"], d["k_descale"], d["v_descale"])
     assert name in str(e.value) and needed in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("sink_dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("with_sink", [True, False])
+def test_sink_and_lse_worked_out_by_hand(sink_dtype, with_sink):
+    """One query q = (1, 0) at scale 1 over k0 = (ln 4, 0), k1 = (0, 0) and a sink of 0: weights
+    e^(ln 4) = 4, e^0 = 1 and the sink's e^0 = 1, so out = (4 v0 + v1) / 6 = (2/3, 1/6) with
+    v0 = (1, 0), v1 = (0, 1), and LSE = ln 6 (ln 5 and (4/5, 1/5) without the sink). Independent
+    of any reference code: the numbers are the test."""
+    q = np.array([[[1.0, 0.0]]], np.float32)
+    k = np.array([[[np.log(4.0), 0.0]], [[0.0, 0.0]]], np.float32)
+    v = np.array([[[1.0, 0.0]], [[0.0, 1.0]]], np.float32)
+    cu_q, cu_k = np.array([0, 1], np.int32), np.array([0, 2], np.int32)
+    sinks, _held = sinks_in(sink_dtype, np.zeros(1)) if with_sink else (None, None)
+    out, lse = aiter_compat.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 1, 2, softmax_scale=1.0, sink_ptr=sinks,
+                                                   return_lse=True)
+    z = 6.0 if with_sink else 5.0
+    np.testing.assert_allclose(out[0, 0], [4.0 / z, 1.0 / z], atol=1e-6, rtol=0)
+    np.testing.assert_allclose(lse[0, 0], np.log(z), atol=1e-6, rtol=0)

@@ -5,9 +5,8 @@ import pytest
 
 import aiter_compat
 from aiter_compat import AiterCompatError
+from conftest import RNG
 from dlpack_arrays import RawArray
-
-RNG = np.random.default_rng()
 
 
 def varlen_args():

@@ -62,6 +62,8 @@ CALLS = {
     "extend_new+sinks": ("flash_attn_varlen_func", lambda: prefill(True, return_lse=True)),
     "extend_cached+sinks": ("flash_attn_varlen_func", lambda: prefill(True, return_lse=True, causal=False)),
     "prefill_hd128+sinks": ("flash_attn_varlen_func", lambda: prefill(True, head_dim=128)),
+    # causal with right bound 0 is no window: the v3 quirk still applies
+    "prefill_hd128_right0+sinks": ("flash_attn_varlen_func", lambda: prefill(True, window=(-1, 0), head_dim=128)),
     "prefill+sinks_bf16": ("flash_attn_varlen_func", lambda: prefill("bfloat16")),
     "decode": ("unified_attention", lambda: decode(False)),
     "decode+sinks": ("unified_attention", lambda: decode(True)),
