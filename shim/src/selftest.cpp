@@ -245,15 +245,17 @@ FamilyResult check(const FamilyKey& k, void* stream) {
     if (it->second.verdict == Verdict::failed) warn_failed(k, it->second);
     return it->second;
   }
-  if (gpu::stream_capturing(k.vendor, stream).value_or(false))
-    throw gpu::GpuError("the fallback kernel family " + gpu::family_label(k) + " has not passed its self-test in this "
-                        "process, and the self-test cannot run while the stream is being captured into a graph: "
-                        "call aiter_compat.warmup() (aiter_compat_warmup() from C) before capturing, or set "
-                        "AITER_COMPAT_SELFTEST=off to trust the kernels unchecked");
   const auto start = std::chrono::steady_clock::now();
   FamilyResult r;
   {
     gpu::DeviceScope scope(k.vendor, k.device);
+    // Asked with the device's context current: the driver answers for the calling thread's
+    // context, and a process that has not touched the GPU yet (no torch) has none before this.
+    if (gpu::stream_capturing(k.vendor, stream).value_or(false))
+      throw gpu::GpuError("the fallback kernel family " + gpu::family_label(k) + " has not passed its self-test in this "
+                          "process, and the self-test cannot run while the stream is being captured into a graph: "
+                          "call aiter_compat.warmup() (aiter_compat_warmup() from C) before capturing, or set "
+                          "AITER_COMPAT_SELFTEST=off to trust the kernels unchecked");
     try {
       r = measure(k, stream);
     } catch (const std::exception& e) {  // a launch or copy error is a failure of the family too

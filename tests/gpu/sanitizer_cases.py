@@ -51,7 +51,7 @@ table = torch.arange(2 * 188, dtype=torch.int32, device=dev).reshape(2, 188)
 cache = torch.randn(2 * 188, 16, 2, 64, dtype=torch.bfloat16, device=dev)
 dq = torch.randn(2, 8, 64, dtype=torch.bfloat16, device=dev)
 check("split-KV decode with LSE", aiter_compat.paged_attention_decode, dq, cache, cache, table, ctx, sinks=sinks,
-      return_lse=True, bound=2e-3)
+      return_lse=True)  # bf16 outputs: the GPU suite's 1e-2 (half a bf16 step at 1 is 0.0039)
 hq = torch.randn(3, 8, 128, dtype=torch.float16, device=dev)
 hcache = torch.randn(40, 32, 2, 128, dtype=torch.float16, device=dev)
 htable = torch.randint(0, 40, (3, 20), dtype=torch.int32, device=dev)
@@ -79,7 +79,7 @@ check("batch", aiter_compat.flash_attn_func, bq, bk, bk, causal=True, sink_ptr=s
 # bf16 sinks with a stride: the narrow predicated load of the tiled decode, and the other readers
 bf16_sinks = torch.randn(16, device=dev).to(torch.bfloat16)[::2]
 check("decode bf16 strided sinks", aiter_compat.paged_attention_decode, dq, cache, cache, table, ctx,
-      sinks=bf16_sinks, bound=2e-3)
+      sinks=bf16_sinks)
 check("varlen bf16 strided sinks", aiter_compat.flash_attn_varlen_func, q, k, k, cu_q, cu_k, 33, 40, causal=True,
       sink_ptr=bf16_sinks)
 # head dim 80 (the generic kernel only) and a block size of 8
@@ -91,7 +91,7 @@ check("varlen head dim 80", aiter_compat.flash_attn_varlen_func, gq, gk, gk,
 cache8 = torch.randn(100, 8, 2, 64, dtype=torch.bfloat16, device=dev)
 table8 = torch.randperm(100, device=dev).to(torch.int32).reshape(2, 50)
 check("decode block size 8", aiter_compat.paged_attention_decode, dq, cache8, cache8, table8,
-      torch.tensor([399, 5], dtype=torch.int32, device=dev), sinks=sinks, bound=2e-3)
+      torch.tensor([399, 5], dtype=torch.int32, device=dev), sinks=sinks)
 routes = sorted({r["route"] for r in aiter_compat.routes()})
 print("sanitizer cases ran:", routes, "; seed", SEED, "(replay: AITER_COMPAT_TEST_SEED=%d)" % SEED)
 for f in failures:
