@@ -63,7 +63,7 @@ std::string feature_name(KernelFeature f) {
     case kDropout: return "dropout";
     case kBias: return "an attention bias";
     case kAlibi: return "ALiBi slopes";
-    case kDescale: return "fp8 descales or output scales";
+    case kDescale: return "q_scales or output_scale (fp8 outputs)";
     case kAttnProbs: return "returned attention probabilities";
     case kPaddedSeqlens: return "padded cu_seqlens";
     case kPagedVarlen: return "a block table (paged KV) in flash_attn_varlen_func";

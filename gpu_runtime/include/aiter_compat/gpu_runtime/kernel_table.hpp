@@ -23,7 +23,7 @@ enum KernelFeature : uint32_t {
   kDropout = 1u << 1,
   kBias = 1u << 2,
   kAlibi = 1u << 3,
-  kDescale = 1u << 4,          // fp8 descales, q_scales, output_scale
+  kDescale = 1u << 4,          // q_scales, output_scale (the q/k/v descales are taken on 16-bit caches)
   kAttnProbs = 1u << 5,        // return_attn_probs
   kPaddedSeqlens = 1u << 6,    // cu_seqlens_*_padded
   kPagedVarlen = 1u << 7,      // flash_attn_varlen_func with a block_table
