@@ -3,7 +3,10 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 
 namespace aiter_compat::gpu {
@@ -49,6 +52,20 @@ void* open_into(Api& a, Vendor v) {
 }  // namespace
 
 std::string to_string(Vendor v) { return v == Vendor::nvidia ? "nvidia" : "amd"; }
+
+std::string load_refusal(Vendor v) {
+  const char* set = std::getenv("AITER_COMPAT_GPU_RUNTIME");
+  const std::string choice = set && *set ? set : "auto";
+  const std::string self = to_string(v), other = to_string(v == Vendor::amd ? Vendor::nvidia : Vendor::amd);
+  if (choice == self) return "";
+  if (choice == other || choice == "none") return "AITER_COMPAT_GPU_RUNTIME=" + choice + " leaves it unloaded";
+  std::string note;
+  if (choice != "auto") note = " (AITER_COMPAT_GPU_RUNTIME='" + choice + "' is not auto, amd, nvidia or none: read as auto)";
+  const char* node = v == Vendor::amd ? "/dev/kfd" : "/dev/nvidiactl";
+  if (access(node, F_OK) == 0 || access("/dev/dxg", F_OK) == 0) return "";
+  return std::string("not loaded: ") + node + " is absent (no " + (v == Vendor::amd ? "AMD" : "NVIDIA") +
+         " GPU driver here); AITER_COMPAT_GPU_RUNTIME=" + self + " loads it anyway" + note;
+}
 
 const std::vector<const char*>& library_names(Vendor v) {
   static const std::vector<const char*> hip_names = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",

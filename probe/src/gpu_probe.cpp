@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <climits>
 #include <cctype>
 #include <cstdlib>
@@ -67,6 +68,13 @@ DeviceReport probe_device() {
   if (gpu::already_loaded(Vendor::nvidia) && !gpu::already_loaded(Vendor::amd)) std::swap(order[0], order[1]);
   for (Vendor v : order) {
     const bool nvidia = v == Vendor::nvidia;
+    // A library the process has not loaded is loaded only for a GPU whose driver is here.
+    if (!gpu::already_loaded(v)) {
+      if (std::string why = gpu::load_refusal(v); !why.empty()) {
+        dev.attempts.push_back({gpu::library_names(v).front(), "skipped", why});
+        continue;
+      }
+    }
     const auto& attempts = nvidia ? gpu::cuda().attempts : gpu::hip().attempts;  // binds the table once
     const std::string& error = nvidia ? gpu::cuda().error : gpu::hip().error;
     const std::string& library = nvidia ? gpu::cuda().library : gpu::hip().library;
@@ -102,7 +110,10 @@ DeviceReport probe_device() {
   if (!dev.present) {
     dev.vendor.clear();
     // A library that loaded and found no device is another answer than no library at all.
-    dev.reason = opened_any ? "no GPU runtime reported a device" : "no GPU runtime library found";
+    const bool tried = std::any_of(dev.attempts.begin(), dev.attempts.end(), [](const RuntimeAttempt& a) { return a.how != "skipped"; });
+    dev.reason = opened_any ? "no GPU runtime reported a device"
+                 : tried    ? "no GPU runtime library found"
+                            : "no GPU driver found (no runtime library loaded; see the attempts)";
   }
   return dev;
 }

@@ -1,5 +1,6 @@
 """The CLI's contract: exit codes, output forms, options."""
 import json
+import os
 
 import pytest
 
@@ -140,10 +141,32 @@ def test_bad_arguments_exit_2(cli, tmp_path):
 
 def test_no_gpu_runtime_library_is_told_from_a_runtime_without_a_device(cli, tmp_path):
     """--require's reasons say which: nothing to load, or a runtime that found no GPU."""
-    report = cli.probe_json(env={"PYTHONPATH": str(tmp_path)})
-    device = report["device"]
-    if device["present"] or not all("cannot open shared object file" in a["result"] for a in device["attempts"]):
-        pytest.skip(f"a GPU runtime library loads here ({device['runtime'] or device['attempts']}); "
-                    "this case needs a machine without one")
-    assert device["attempts"], "every runtime library tried is listed"
-    assert device["reason"] == "no GPU runtime library found"
+    # Both vendors' libraries are tried, whatever device nodes this machine has.
+    for vendor in ("nvidia", "amd"):
+        report = cli.probe_json(env={"PYTHONPATH": str(tmp_path), "AITER_COMPAT_GPU_RUNTIME": vendor})
+        device = report["device"]
+        if device["present"] or not all("cannot open shared object file" in a["result"] for a in device["attempts"]
+                                        if a["how"] != "skipped"):
+            pytest.skip(f"a GPU runtime library loads here ({device['runtime'] or device['attempts']}); "
+                        "this case needs a machine without one")
+        assert any(a["how"] == "dlopen" for a in device["attempts"]), "every runtime library tried is listed"
+        skipped = [a for a in device["attempts"] if a["how"] == "skipped"]
+        assert len(skipped) == 1 and f"AITER_COMPAT_GPU_RUNTIME={vendor} leaves it unloaded" in skipped[0]["result"]
+        assert device["reason"] == "no GPU runtime library found"
+
+
+def test_a_runtime_is_not_loaded_without_its_gpu_driver(cli, tmp_path):
+    """No /dev/kfd: the HIP runtime is not loaded (it would bring its own LLVM into the process for
+    nothing); no /dev/nvidiactl: nor the CUDA driver; the report says why, and how to force it."""
+    present = [n for n in ("/dev/kfd", "/dev/nvidiactl", "/dev/dxg") if os.path.exists(n)]
+    if present:
+        pytest.skip(f"this machine has a GPU driver's device node ({', '.join(present)}); the case needs one without")
+    device = cli.probe_json(env={"PYTHONPATH": str(tmp_path), "AITER_COMPAT_GPU_RUNTIME": ""})["device"]
+    assert not device["present"]
+    assert [a["how"] for a in device["attempts"]] == ["skipped", "skipped"], device["attempts"]
+    results = " | ".join(a["result"] for a in device["attempts"])
+    for node, vendor in (("/dev/kfd", "amd"), ("/dev/nvidiactl", "nvidia")):
+        assert f"{node} is absent" in results and f"AITER_COMPAT_GPU_RUNTIME={vendor} loads it anyway" in results
+    assert device["reason"].startswith("no GPU driver found")
+    odd = cli.probe_json(env={"PYTHONPATH": str(tmp_path), "AITER_COMPAT_GPU_RUNTIME": "cuda"})["device"]
+    assert all("'cuda' is not auto, amd, nvidia or none: read as auto" in a["result"] for a in odd["attempts"])

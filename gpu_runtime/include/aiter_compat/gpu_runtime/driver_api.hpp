@@ -111,6 +111,14 @@ const HipApi& hip();
 // loads nothing), so a probe can prefer the runtime of the GPU actually in use.
 bool already_loaded(Vendor v);
 
+// Why this vendor's runtime library is not to be loaded into a process that has none loaded yet,
+// or "" when it may be: its kernel driver's device node must be there (AMD: /dev/kfd, NVIDIA:
+// /dev/nvidiactl; WSL's /dev/dxg serves either), unless AITER_COMPAT_GPU_RUNTIME says otherwise
+// (auto, the default; amd or nvidia: that vendor's library whatever the nodes say, the other's
+// not at all; none: neither). A runtime of a GPU that is not there is never loaded: a HIP
+// runtime loaded on an NVIDIA machine brings its own LLVM into the process for nothing.
+std::string load_refusal(Vendor v);
+
 // The sonames tried, most specific first.
 const std::vector<const char*>& library_names(Vendor v);
 // The path a dlopen handle was loaded from (`fallback` when the loader cannot say).

@@ -63,7 +63,7 @@ struct NativeReport {
 
 struct RuntimeAttempt {
   std::string library;
-  std::string how;     // "already loaded", "dlopen"
+  std::string how;     // "already loaded", "dlopen", "skipped" (its GPU driver is absent)
   std::string result;  // "3 devices", "no device (hipErrorNoDevice)", dlerror text
 };
 
