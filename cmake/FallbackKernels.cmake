@@ -20,7 +20,9 @@ set(kernel_deps ${kernel_source} ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/port
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/tiles_nvidia.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/tiles_amd.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/mfma_ops.hpp
-                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/fragment_layouts.hpp)
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/fragment_layouts.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/fp8_convert.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/fp8_device.hpp)
 set(AITER_COMPAT_BUILT_ARCHS "")
 set(registry_entries "")
 set(registry_decls "")

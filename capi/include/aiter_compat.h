@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define AITER_COMPAT_ABI_VERSION 2
+#define AITER_COMPAT_ABI_VERSION 3
 #define AITER_COMPAT_API __attribute__((visibility("default")))
 
 typedef enum {
@@ -90,6 +90,15 @@ typedef struct {
   int64_t window_left;
   int64_t window_right;
   double softcap;
+  /* Since ABI 3: unified_attention's scales, each NULL for none (float32 on q's device):
+   * q_descale one element; k_descale, v_descale [batch, Hk] or broadcastable to it; output_scale
+   * one element (outputs divided by it). An fp8 e4m3 cache (float8_e4m3fn or _fnuz, DLPack
+   * codes 10 and 11) under float16/bfloat16 or same-fp8 queries; out in the 16-bit type or the
+   * cache's fp8. */
+  const DLTensor* q_descale;
+  const DLTensor* k_descale;
+  const DLTensor* v_descale;
+  const DLTensor* output_scale;
 } aiter_compat_paged_args;
 
 /* paged_attention_decode: decode (q [batch, Hq, D], one token per sequence; cu_seqlens_q NULL)
@@ -107,6 +116,11 @@ typedef struct {
   double softmax_scale;
   int64_t window_left;
   int64_t window_right;
+  /* Since ABI 3: as in aiter_compat_paged_args (NULL for none). */
+  const DLTensor* q_descale;
+  const DLTensor* k_descale;
+  const DLTensor* v_descale;
+  const DLTensor* output_scale;
 } aiter_compat_decode_args;
 
 /* merge_attn_states: two partial states of the same queries over disjoint keys (outputs

@@ -91,7 +91,7 @@ TensorView CCallArgs::view(int i) {
   return v;
 }
 
-TensorView CCallArgs::output(int, const std::vector<int64_t>&, bool, Role role) {
+TensorView CCallArgs::output(int, const std::vector<int64_t>&, DType, Role role) {
   // Every C struct requires `out`, and an LSE is computed only where the caller gave one.
   const DLTensor* t = role == Role::return_lse ? lse_ : out_;
   if (!t) throw std::logic_error("the C API has no memory of its own for an output");
@@ -171,7 +171,8 @@ CCallArgs call_of(const aiter_compat_paged_args* a, void* stream) {
   c.window("window_size", a->window_left, a->window_right);
   c.tensor("block_table", a->block_table);
   c.number("softcap", a->softcap);
-  c.tensor("q_descale", nullptr), c.tensor("k_descale", nullptr), c.tensor("v_descale", nullptr);
+  c.tensor("q_descale", a->q_descale), c.tensor("k_descale", a->k_descale), c.tensor("v_descale", a->v_descale);
+  c.tensor("output_scale", a->output_scale);
   c.tensor("sinks", a->sinks);
   c.set_lse(a->lse);  // the fallbacks only: AITer's unified_attention returns no LSE
   return c;
@@ -190,6 +191,8 @@ CCallArgs call_of(const aiter_compat_decode_args* a, void* stream) {
   c.flag("return_lse", a->lse != nullptr);
   c.set_lse(a->lse);
   c.tensor("cu_seqlens_q", a->cu_seqlens_q);
+  c.tensor("q_descale", a->q_descale), c.tensor("k_descale", a->k_descale), c.tensor("v_descale", a->v_descale);
+  c.tensor("output_scale", a->output_scale);
   return c;
 }
 

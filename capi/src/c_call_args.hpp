@@ -43,7 +43,7 @@ class CCallArgs final : public CallArgs {
   bool flag(int i) const override;
   WindowValue window(int i) const override;
   TensorView view(int i) override;
-  TensorView output(int like, const std::vector<int64_t>& shape, bool float32, Role role) override;
+  TensorView output(int like, const std::vector<int64_t>& shape, DType dtype, Role role) override;
   void* stream(int, const TensorView&) override { return stream_; }
   bool wants_lse() const override { return lse_ != nullptr; }
 

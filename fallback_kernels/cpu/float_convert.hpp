@@ -1,7 +1,10 @@
 #pragma once
-// float16 and bfloat16 to and from float, round to nearest even, without compiler extensions.
+// float16 and bfloat16 to and from float, round to nearest even, without compiler extensions;
+// fp8 e4m3 through the kernels' own definition (fp8_convert.hpp: host and device alike).
 #include <cstdint>
 #include <cstring>
+
+#include "../gpu/fp8_convert.hpp"
 
 namespace aiter_compat::cpu {
 

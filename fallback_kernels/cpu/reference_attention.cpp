@@ -16,6 +16,9 @@ double load(DType t, const void* base, int64_t index) {
     case DType::f16: return f16_to_float(static_cast<const uint16_t*>(base)[index]);
     case DType::bf16: return bf16_to_float(static_cast<const uint16_t*>(base)[index]);
     case DType::i32: return static_cast<const int32_t*>(base)[index];
+    case DType::f8_e4m3fn:
+    case DType::f8_e4m3fnuz:
+      return ac_fp8::to_float(static_cast<const uint8_t*>(base)[index], t == DType::f8_e4m3fnuz);
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }
@@ -26,6 +29,10 @@ void store(DType t, void* base, int64_t index, double value) {
     case DType::f32: static_cast<float*>(base)[index] = f; break;
     case DType::f16: static_cast<uint16_t*>(base)[index] = float_to_f16(f); break;
     case DType::bf16: static_cast<uint16_t*>(base)[index] = float_to_bf16(f); break;
+    case DType::f8_e4m3fn:
+    case DType::f8_e4m3fnuz:  // to the nearest code, saturating (as AITer clamps before converting)
+      static_cast<uint8_t*>(base)[index] = static_cast<uint8_t>(ac_fp8::from_float(f, t == DType::f8_e4m3fnuz));
+      break;
     default: break;
   }
 }
@@ -51,6 +58,7 @@ struct Common {
   double scale, softcap;
   bool causal;
   Window window;
+  double out_divisor = 1.0;  // AITer's output_scale
 };
 
 // The definition itself: for query i at position p (bottom-right aligned), key j counts when
@@ -89,7 +97,8 @@ void attend_sequence(const Common& c, const Sequence& s) {
         for (int64_t e = 0; e < dv; ++e) acc[e] += w * load(c.v->dtype, c.v->data, vo + e);
       }
       const int64_t oo = s.out_rows[i] + h * c.out_head_stride;
-      for (int64_t e = 0; e < dv; ++e) store(c.out->dtype, c.out->data, oo + e, denom > 0 ? acc[e] * vd / denom : 0.0);
+      for (int64_t e = 0; e < dv; ++e)
+        store(c.out->dtype, c.out->data, oo + e, denom > 0 ? acc[e] * vd / denom / c.out_divisor : 0.0);
       if (c.lse->defined()) {
         double lse = denom > 0 ? m + std::log(denom) : -std::numeric_limits<double>::infinity();
         static_cast<float*>(c.lse->data)[s.lse_rows[i] + h * c.lse_head_stride] = static_cast<float>(lse);
@@ -147,6 +156,7 @@ void paged_attention(const PagedArgs& a) {
            a.q.strides[1], a.k_cache.strides[2], a.v_cache.strides[2], a.out.strides[1],
            a.lse.defined() ? a.lse.strides[0] : 0,
            scale_of(a.softmax_scale, a.q), a.softcap, a.causal, a.window};
+  if (a.output_scale.defined()) c.out_divisor = *static_cast<const float*>(a.output_scale.data);
   const int64_t batch = a.cu_seqlens_q.shape[0] - 1, bs = a.k_cache.shape[1];
   for (int64_t b = 0; b < batch; ++b) {
     Sequence s;

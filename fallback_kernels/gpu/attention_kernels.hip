@@ -10,9 +10,9 @@
 
 namespace {
 
-template <typename T>
+template <typename Io>
 AC_DEVICE void attention_block(const ac_attention_params& p) {
-  Elem<T> e;
+  Io io;
   const int tid = ac_thread_x();
   const int32_t token = ac_block_x(), kh = ac_block_y(), split = ac_block_z();
   const int32_t group = p.hq / p.hk, d = p.head_dim, dv = p.head_dim_v;
@@ -34,10 +34,10 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
   AC_SHARED float m_s[AC_MAX_GROUP], l_s[AC_MAX_GROUP], alpha_s[AC_MAX_GROUP];
   AC_SHARED int64_t krow_s[AC_KEY_TILE], vrow_s[AC_KEY_TILE];
 
-  const float q_scale = p.scale * ac_qk_descale(p, s.b, kh), v_scale = ac_v_descale(p, s.b, kh);
+  const float q_scale = p.scale * ac_qk_descale(p, s.b, kh), v_scale = ac_out_factor(p, s.b, kh);
   for (int x = tid; x < group * d; x += AC_THREADS) {
     int g = x / d, c = x % d;
-    q_s[x] = e.load(p.q, token * p.q_tok + (kh * group + g) * p.q_head + c) * q_scale;
+    q_s[x] = io.q(p, token * p.q_tok + (kh * group + g) * p.q_head + c) * q_scale;
   }
   if (tid < group) {
     m_s[tid] = -AC_INFINITY;
@@ -64,7 +64,7 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
         if (j < n && krow_s[j] >= 0) {
           const int64_t base = krow_s[j] + kh * p.k_head;
           float dot = 0.f;
-          for (int c = 0; c < d; ++c) dot += q_s[g * d + c] * e.load(p.k, base + c);
+          for (int c = 0; c < d; ++c) dot += q_s[g * d + c] * io.kv(p, p.k, base + c);
           sc = p.softcap > 0.f ? ac_softcap(dot, p.softcap) : dot;
         }
         p_s[g * AC_KEY_TILE + j] = sc;
@@ -94,7 +94,7 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
       if (g < group) {
         float a = acc[k] * alpha_s[g];
         for (int j = 0; j < n; ++j)
-          if (vrow_s[j] >= 0) a += p_s[g * AC_KEY_TILE + j] * e.load(p.v, vrow_s[j] + kh * p.v_head + c);
+          if (vrow_s[j] >= 0) a += p_s[g * AC_KEY_TILE + j] * io.kv(p, p.v, vrow_s[j] + kh * p.v_head + c);
         acc[k] = a;
       }
     }
@@ -114,7 +114,7 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
     const float m = m_s[g] > sink ? m_s[g] : sink;
     const float scale_old = m == -AC_INFINITY ? 0.f : ac_exp(m_s[g] - m);
     const float l = l_s[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - m));
-    e.store(p.out, token * p.out_tok + h * p.out_head + c, l > 0.f ? acc[k] * v_scale * scale_old / l : 0.f);
+    io.out(p, token * p.out_tok + h * p.out_head + c, l > 0.f ? acc[k] * v_scale * scale_old / l : 0.f);
     if (c == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = l > 0.f ? m + ac_log(l) : -AC_INFINITY;
   }
   if (p.num_splits > 1 && tid < group) {
@@ -130,9 +130,9 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
 // splits dealt round-robin to groups of threads that each cover the head dimension, and the
 // groups' sums added in shared memory. (One thread per channel looping over the splits cost a
 // cache latency per eight splits: 6-12 us at 64 splits, as long as the split kernel itself.)
-template <typename T>
+template <typename Io>
 AC_DEVICE void merge_block(const ac_attention_params& p) {
-  Elem<T> e;
+  Io io;
   const int tid = ac_thread_x();
   const int32_t token = ac_block_x(), h = ac_block_y();
   if (token >= p.total_q) return;
@@ -207,7 +207,7 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
     for (int ch = tid; ch < dv; ch += AC_THREADS) {
       float o = 0.f;
       for (int gi = 0; gi < groups; ++gi) o += sums[gi * dv + ch];
-      e.store(p.out, token * p.out_tok + h * p.out_head + ch, o);
+      io.out(p, token * p.out_tok + h * p.out_head + ch, o);
     }
   } else {  // head dims the GPU routes do not take today (they take 64 and 128)
     for (int ch = tid; ch < dv; ch += AC_THREADS) {
@@ -215,7 +215,7 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
       float o = 0.f;
 #pragma unroll 8
       for (int sp = 0; sp < splits; ++sp) o += src[sp * split_stride * dv] * weight_s[sp];
-      e.store(p.out, token * p.out_tok + h * p.out_head + ch, o);
+      io.out(p, token * p.out_tok + h * p.out_head + ch, o);
     }
   }
   if (tid == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = lse_s;
@@ -258,11 +258,32 @@ AC_DEVICE void unpack(const Chunk<kElems>& v, float* out) {
 #pragma unroll
   for (int i = 0; i < kElems / 2; ++i) pr.unpack(v.w[i], out[2 * i], out[2 * i + 1]);
 }
+// The same lane's chunk of an fp8 row: kElems codes (8 or 4 bytes), decoded exactly.
+template <int kElems> struct alignas(kElems) Codes { uint32_t w[kElems / 4]; };
+template <int kElems>
+AC_DEVICE void unpack_codes(const Codes<kElems>& v, bool fnuz, float* out) {
+#pragma unroll
+  for (int i = 0; i < kElems / 4; ++i) ac_e4m3x4_to_f32(v.w[i], fnuz, out + 4 * i);
+}
+template <typename T, int E, bool kKv8> struct DecodeRow;
+template <typename T, int E> struct DecodeRow<T, E, false> {  // K and V in T
+  using C = Chunk<E>;
+  using Elem_t = uint16_t;
+  AC_DEVICE void unpack_row(const C& c, bool, float* out) { unpack<T, E>(c, out); }
+};
+template <typename T, int E> struct DecodeRow<T, E, true> {  // K and V in fp8
+  using C = Codes<E>;
+  using Elem_t = uint8_t;
+  AC_DEVICE void unpack_row(const C& c, bool fnuz, float* out) { unpack_codes<E>(c, fnuz, out); }
+};
 
-template <typename T, int D>
+template <typename T, int D, bool kKv8>
 AC_DEVICE void decode_block(const ac_attention_params& p) {
   constexpr int E = AC_DECODE_ELEMS;                   // elements per lane and load
-  using C = Chunk<E>;
+  using Row = DecodeRow<T, E, kKv8>;
+  using C = typename Row::C;                           // one lane's chunk of a K or V row
+  using KvElem = typename Row::Elem_t;
+  const bool fnuz = kKv8 && ac_is_fnuz(p.kv_type);
   constexpr int kLanes = D / E;                        // lanes per key row
   constexpr int kGroups = AC_DECODE_THREADS / kLanes;  // key rows in flight per step (per unroll)
   constexpr int G = AC_DECODE_MAX_GROUP;
@@ -281,11 +302,17 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
   const float q_scale = p.scale * ac_qk_descale(p, b, kh);
 
   float q[G][E];
+  // fp8 queries (fp8-KV kernels only) element by element: once per block.
+  const bool q_fp8 = kKv8 && (p.q_type == AC_DTYPE_E4M3FN || p.q_type == AC_DTYPE_E4M3FNUZ);
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    if (g < group) {
-      C raw = *reinterpret_cast<const C*>(static_cast<const uint16_t*>(p.q) + b * p.q_tok + (kh * group + g) * p.q_head +
-                                          lane * E);
+    if (g < group && q_fp8) {
+#pragma unroll
+      for (int c = 0; c < E; ++c)
+        q[g][c] = ac_load_as(p.q_type, p.q, b * p.q_tok + (kh * group + g) * p.q_head + lane * E + c) * q_scale;
+    } else if (g < group) {
+      Chunk<E> raw = *reinterpret_cast<const Chunk<E>*>(static_cast<const uint16_t*>(p.q) + b * p.q_tok +
+                                                        (kh * group + g) * p.q_head + lane * E);
       unpack<T, E>(raw, q[g]);
 #pragma unroll
       for (int c = 0; c < E; ++c) q[g][c] *= q_scale;
@@ -303,8 +330,8 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
     for (int c = 0; c < E; ++c) acc[g][c] = 0.f;
   }
 
-  const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + kh * p.k_head + lane * E;
-  const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + kh * p.v_head + lane * E;
+  const KvElem* kbase = static_cast<const KvElem*>(p.k) + kh * p.k_head + lane * E;
+  const KvElem* vbase = static_cast<const KvElem*>(p.v) + kh * p.v_head + lane * E;
   // Every lane runs the same iterations (the lane exchanges need the whole warp); keys past the
   // end are masked, not skipped.
   for (int32_t base = k_begin; base < k_end; base += kGroups * AC_DECODE_UNROLL) {
@@ -325,7 +352,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
 #pragma unroll
     for (int u = 0; u < AC_DECODE_UNROLL; ++u) {
       float kv[E];
-      unpack<T, E>(kr[u], kv);
+      Row{}.unpack_row(kr[u], fnuz, kv);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         float dot = 0.f;
@@ -354,7 +381,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
 #pragma unroll
     for (int u = 0; u < AC_DECODE_UNROLL; ++u) {
       float vv[E];
-      unpack<T, E>(vr[u], vv);
+      Row{}.unpack_row(vr[u], fnuz, vv);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         if (m[g] == -AC_INFINITY) continue;
@@ -424,7 +451,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
     const int g = x / D, c = x % D;
     const int32_t h = kh * group + g;
     if (p.num_splits > 1) {
-      p.partial_out[((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * D + c] = acc_blk[x] * ac_v_descale(p, b, kh);
+      p.partial_out[((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * D + c] = acc_blk[x] * ac_out_factor(p, b, kh);
       if (c == 0) {
         float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * 2;
         ml[0] = m_blk[g];
@@ -436,7 +463,9 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
     const float mm = m_blk[g] > sink ? m_blk[g] : sink;
     const float scale_old = mm == -AC_INFINITY ? 0.f : ac_exp(m_blk[g] - mm);
     const float ll = l_blk[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - mm));
-    e.store(p.out, b * p.out_tok + h * p.out_head + c, ll > 0.f ? acc_blk[x] * ac_v_descale(p, b, kh) * scale_old / ll : 0.f);
+    const float o = ll > 0.f ? acc_blk[x] * ac_out_factor(p, b, kh) * scale_old / ll : 0.f;
+    if constexpr (kKv8) ac_store_as(p.out_type, p.out, b * p.out_tok + h * p.out_head + c, o);
+    else e.store(p.out, b * p.out_tok + h * p.out_head + c, o);
     if (c == 0 && p.lse) p.lse[h * p.lse_head + b * p.lse_tok] = ll > 0.f ? mm + ac_log(ll) : -AC_INFINITY;
   }
 }
@@ -471,19 +500,29 @@ AC_DEVICE void merge_states_block(const ac_merge_params& p) {
 
 }  // namespace
 
-AC_KERNEL void ac_decode_bf16_d64(ac_attention_params p) { decode_block<BF16, 64>(p); }
-AC_KERNEL void ac_decode_bf16_d128(ac_attention_params p) { decode_block<BF16, 128>(p); }
-AC_KERNEL void ac_decode_f16_d64(ac_attention_params p) { decode_block<F16, 64>(p); }
-AC_KERNEL void ac_decode_f16_d128(ac_attention_params p) { decode_block<F16, 128>(p); }
+AC_KERNEL void ac_decode_bf16_d64(ac_attention_params p) { decode_block<BF16, 64, false>(p); }
+AC_KERNEL void ac_decode_bf16_d128(ac_attention_params p) { decode_block<BF16, 128, false>(p); }
+AC_KERNEL void ac_decode_f16_d64(ac_attention_params p) { decode_block<F16, 64, false>(p); }
+AC_KERNEL void ac_decode_f16_d128(ac_attention_params p) { decode_block<F16, 128, false>(p); }
+AC_KERNEL void ac_decode_bf16_kv8_d64(ac_attention_params p) { decode_block<BF16, 64, true>(p); }
+AC_KERNEL void ac_decode_bf16_kv8_d128(ac_attention_params p) { decode_block<BF16, 128, true>(p); }
+AC_KERNEL void ac_decode_f16_kv8_d64(ac_attention_params p) { decode_block<F16, 64, true>(p); }
+AC_KERNEL void ac_decode_f16_kv8_d128(ac_attention_params p) { decode_block<F16, 128, true>(p); }
 AC_KERNEL void ac_merge_states_f32(ac_merge_params p) { merge_states_block<float>(p); }
 AC_KERNEL void ac_merge_states_f16(ac_merge_params p) { merge_states_block<F16>(p); }
 AC_KERNEL void ac_merge_states_bf16(ac_merge_params p) { merge_states_block<BF16>(p); }
-AC_KERNEL void ac_attention_f32(ac_attention_params p) { attention_block<float>(p); }
-AC_KERNEL void ac_attention_f16(ac_attention_params p) { attention_block<F16>(p); }
-AC_KERNEL void ac_attention_bf16(ac_attention_params p) { attention_block<BF16>(p); }
-AC_KERNEL void ac_merge_f32(ac_attention_params p) { merge_block<float>(p); }
-AC_KERNEL void ac_merge_f16(ac_attention_params p) { merge_block<F16>(p); }
-AC_KERNEL void ac_merge_bf16(ac_attention_params p) { merge_block<BF16>(p); }
+AC_KERNEL void ac_attention_f32(ac_attention_params p) { attention_block<OneType<float>>(p); }
+AC_KERNEL void ac_attention_f16(ac_attention_params p) { attention_block<OneType<F16>>(p); }
+AC_KERNEL void ac_attention_bf16(ac_attention_params p) { attention_block<OneType<BF16>>(p); }
+AC_KERNEL void ac_merge_f32(ac_attention_params p) { merge_block<OneType<float>>(p); }
+AC_KERNEL void ac_merge_f16(ac_attention_params p) { merge_block<OneType<F16>>(p); }
+AC_KERNEL void ac_merge_bf16(ac_attention_params p) { merge_block<OneType<BF16>>(p); }
+// The fp8-KV families' direct-load kernels compute in f32 whatever the tile type: both names run
+// the same code over the call's storage types.
+AC_KERNEL void ac_attention_f16_kv8(ac_attention_params p) { attention_block<CallTypes>(p); }
+AC_KERNEL void ac_attention_bf16_kv8(ac_attention_params p) { attention_block<CallTypes>(p); }
+AC_KERNEL void ac_merge_f16_kv8(ac_attention_params p) { merge_block<CallTypes>(p); }
+AC_KERNEL void ac_merge_bf16_kv8(ac_attention_params p) { merge_block<CallTypes>(p); }
 
 // The matrix-instruction kernels (NVIDIA only until the MFMA layer exists).
 #include "tiled_attention.hpp"

@@ -2,8 +2,9 @@
 // keys are (clamped to the tensors, so bad lengths read nothing outside them), and addressing.
 #pragma once
 
-#include "portability.hpp"
+#include "fp8_device.hpp"
 #include "kernel_params.h"
+#include "portability.hpp"
 
 namespace {
 
@@ -19,6 +20,10 @@ AC_DEVICE float ac_qk_descale(const ac_attention_params& p, int32_t b, int32_t k
 AC_DEVICE float ac_v_descale(const ac_attention_params& p, int32_t b, int32_t kh) {
   return p.v_descale ? p.v_descale[b * p.vd_seq + kh * p.vd_head] : 1.f;
 }
+// What the outputs are multiplied by: v_descale over AITer's output_scale.
+AC_DEVICE float ac_out_factor(const ac_attention_params& p, int32_t b, int32_t kh) {
+  return p.out_scale ? ac_v_descale(p, b, kh) / p.out_scale[0] : ac_v_descale(p, b, kh);
+}
 
 template <typename T> struct Elem;
 template <> struct Elem<float> {
@@ -32,6 +37,42 @@ template <> struct Elem<F16> {
 template <> struct Elem<BF16> {
   AC_DEVICE float load(const void* p, int64_t i) { return ac_bf16_to_float(static_cast<const uint16_t*>(p)[i]); }
   AC_DEVICE void store(void* p, int64_t i, float v) { static_cast<uint16_t*>(p)[i] = ac_float_to_bf16(v); }
+};
+
+// An element of any storage type (AC_DTYPE_*) as a float, and a float stored as one (fp8 to the
+// nearest code, saturating).
+AC_DEVICE float ac_load_as(int32_t type, const void* p, int64_t i) {
+  switch (type) {
+    case AC_DTYPE_F32: return static_cast<const float*>(p)[i];
+    case AC_DTYPE_F16: return ac_f16_to_float(static_cast<const uint16_t*>(p)[i]);
+    case AC_DTYPE_BF16: return ac_bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+    default: return ac_e4m3_to_float(static_cast<const uint8_t*>(p)[i], ac_is_fnuz(type));
+  }
+}
+AC_DEVICE void ac_store_as(int32_t type, void* p, int64_t i, float v) {
+  switch (type) {
+    case AC_DTYPE_F32: static_cast<float*>(p)[i] = v; break;
+    case AC_DTYPE_F16: static_cast<uint16_t*>(p)[i] = ac_float_to_f16(v); break;
+    case AC_DTYPE_BF16: static_cast<uint16_t*>(p)[i] = ac_float_to_bf16(v); break;
+    default: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(ac_fp8::from_float(v, ac_is_fnuz(type)));
+  }
+}
+
+// The element of a K or V row in memory: 16-bit, or an fp8 code.
+template <bool kKv8> struct KvStorage { using type = uint16_t; };
+template <> struct KvStorage<true> { using type = uint8_t; };
+
+// How a direct-load kernel reads q, k and v and writes out: all in its one type T, or (the fp8-KV
+// kernels) in the storage types the call names.
+template <typename T> struct OneType {
+  AC_DEVICE float q(const ac_attention_params& p, int64_t i) { return Elem<T>{}.load(p.q, i); }
+  AC_DEVICE float kv(const ac_attention_params&, const void* base, int64_t i) { return Elem<T>{}.load(base, i); }
+  AC_DEVICE void out(const ac_attention_params& p, int64_t i, float v) { Elem<T>{}.store(p.out, i, v); }
+};
+struct CallTypes {
+  AC_DEVICE float q(const ac_attention_params& p, int64_t i) { return ac_load_as(p.q_type, p.q, i); }
+  AC_DEVICE float kv(const ac_attention_params& p, const void* base, int64_t i) { return ac_load_as(p.kv_type, base, i); }
+  AC_DEVICE void out(const ac_attention_params& p, int64_t i, float v) { ac_store_as(p.out_type, p.out, i, v); }
 };
 
 // Head h's sink (natural-log units) in the sinks' own dtype; -inf without sinks.

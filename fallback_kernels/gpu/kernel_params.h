@@ -20,6 +20,17 @@
 #define AC_DTYPE_F32 0
 #define AC_DTYPE_F16 1
 #define AC_DTYPE_BF16 2
+// fp8 e4m3 in storage (q, the KV cache, out; never computed in): OCP's (NVIDIA, gfx950) and the
+// FNUZ variant of gfx942 (fp8_convert.hpp).
+#define AC_DTYPE_E4M3FN 3
+#define AC_DTYPE_E4M3FNUZ 4
+// The kernel families' types beyond the three above (whose kernels take q, k, v and out in that
+// one type): an fp8 KV cache read into f16 or bf16 tiles, computed on with q in that type or
+// fp8 (its values converted exactly), out in f16, bf16 or q's fp8. The format of the fp8 is the
+// call's (ac_attention_params::kv_type), not the kernel's.
+#define AC_KTYPE_F16_KV8 5
+#define AC_KTYPE_BF16_KV8 6
+#define AC_KTYPES 7
 
 // Tiled (matrix-instruction) kernels: three shapes per head dim. "rows" puts the warps on query
 // rows (prefill, extend); "keys" gives all warps the same 16 rows and splits each key tile
@@ -111,6 +122,12 @@ typedef struct {
   const float* k_descale;
   const float* v_descale;
   int64_t kd_seq, kd_head, vd_seq, vd_head;
+  // AITer's output_scale (fp32, one element; null for 1): outputs are divided by it (then, for an
+  // fp8 out, saturated to its largest value).
+  const float* out_scale;
+  // Storage types (AC_DTYPE_*) of q, of k and v, and of out: the kernel's own type, except in the
+  // fp8-KV kernels (AC_KTYPE_*_KV8), which read and write what these say.
+  int32_t q_type, kv_type, out_type, unused_;
 } ac_attention_params;
 
 // merge_attn_states: out = prefix * e^(lse_p - lse) + suffix * e^(lse_s - lse), with

@@ -85,6 +85,9 @@ struct BF16 {};
 struct alignas(16) ac_u32x4 {
   uint32_t x, y, z, w;
 };
+struct alignas(8) ac_u32x2 {
+  uint32_t x, y;
+};
 struct alignas(16) ac_f32x4 {
   float x, y, z, w;
 };

@@ -29,9 +29,10 @@
 #if AC_HAS_MATRIX_OPS
 namespace {
 
-template <typename T, ac_tiled_shape S, bool kPaged>
+// kKv8: the KV cache (and q, and out, as the call says) in fp8, the tiles in T.
+template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 struct TiledAttention : TileContext {
-  using A = ArchTiles<T, S, kPaged>;
+  using A = ArchTiles<T, S, kPaged, kKv8>;
   static constexpr int D = S.head_dim;
   static constexpr int kThreads = S.threads();
   static constexpr int kBlockM = S.block_m();
@@ -128,7 +129,7 @@ struct TiledAttention : TileContext {
     tiles.begin(warp_m, warp_n, lane);
 
     for (int32_t it = 0; it < n_tiles; ++it) {
-      tiles.ready(it);
+      tiles.ready(*this, tid, it);
       if (it == 0) tiles.q_landed();
       tiles.issue_next(*this, tid, it, n_tiles);
       const int32_t j0 = k_begin + it * S.block_n;
@@ -248,6 +249,16 @@ struct TiledAttention : TileContext {
       const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(mx - mf);
       const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
       const float inv = lf > 0.f ? keep * v_scale / lf : 0.f;
+      if constexpr (kKv8) {
+        if (p.out_type == AC_DTYPE_E4M3FN || p.out_type == AC_DTYPE_E4M3FNUZ) {  // 8 codes, 8 bytes
+          const bool fnuz = ac_is_fnuz(p.out_type);
+          const ac_u32x2 codes{ac_f32x4_to_e4m3(acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv, fnuz),
+                               ac_f32x4_to_e4m3(acc[4] * inv, acc[5] * inv, acc[6] * inv, acc[7] * inv, fnuz)};
+          *reinterpret_cast<ac_u32x2*>(static_cast<uint8_t*>(p.out) + token * p.out_tok + h * p.out_head + c * 8) = codes;
+          if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = lf > 0.f ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
+          continue;
+        }
+      }
       ac_u32x4 packed;
       packed.x = tiles.pack(acc[0] * inv, acc[1] * inv);
       packed.y = tiles.pack(acc[2] * inv, acc[3] * inv);
@@ -260,15 +271,15 @@ struct TiledAttention : TileContext {
 };
 
 // Grid: x = m-tiles (grid-stride, heaviest causal tiles first), y = KV head, z = sequence x split.
-template <typename T, ac_tiled_shape S, bool kPaged>
+template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_DYNAMIC_SHARED(smem);
-  using Block = TiledAttention<T, S, kPaged>;
+  using Block = TiledAttention<T, S, kPaged, kKv8>;
   const int32_t b = ac_block_z() / p.num_splits, split = ac_block_z() % p.num_splits;
   if (b >= p.batch) return;
   const int32_t group = p.hq / p.hk;
   const int32_t kh = ac_block_y();
-  const float qk_scale = p.scale * ac_qk_descale(p, b, kh), v_scale = ac_v_descale(p, b, kh);
+  const float qk_scale = p.scale * ac_qk_descale(p, b, kh), v_scale = ac_out_factor(p, b, kh);
   const Sequence seq = sequence_at(p, b);
   Block a{{p, seq, kh, group, seq.q_len * group, 0, 0, 0,
            p.block_size > 0 && (p.block_size & (p.block_size - 1)) == 0 ? ac_ffs(p.block_size) - 1 : -1},
@@ -280,27 +291,32 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
 }  // namespace
 
 // Contiguous (varlen, batch) and paged KV are separate kernels: the block-table lookups ahead of
-// each tile cost registers that the contiguous case should not pay.
+// each tile cost registers that the contiguous case should not pay. The fp8 caches are paged
+// (unified_attention's and the paged decode's).
 #if defined(AC_NVIDIA)
-#define AC_TILED_KERNEL(name, T, shape, paged) \
-  extern "C" __global__ __launch_bounds__(shape.threads(), shape.blocks_per_sm) void name(ac_attention_params p) { tiled_attention<T, shape, paged>(p); }
+#define AC_TILED_KERNEL(name, T, shape, paged, kv8) \
+  extern "C" __global__ __launch_bounds__(shape.threads(), shape.blocks_per_sm) void name(ac_attention_params p) { tiled_attention<T, shape, paged, kv8>(p); }
 #else
 // Two blocks of four waves per CU: two waves per SIMD, at most 256 VGPRs and AGPRs each.
-#define AC_TILED_KERNEL(name, T, shape, paged)                                                                   \
+#define AC_TILED_KERNEL(name, T, shape, paged, kv8)                                                              \
   extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(shape.threads(), shape.threads()))) \
   __attribute__((amdgpu_waves_per_eu(shape.blocks_per_sm * shape.threads() / 256))) void name(ac_attention_params p) { \
-    tiled_attention<T, shape, paged>(p);                                                                         \
+    tiled_attention<T, shape, paged, kv8>(p);                                                                    \
   }
 #endif
-#define AC_TILED_KERNELS(kind, shape_of)                                                     \
-  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d64, BF16, shape_of(64), false)                     \
-  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d128, BF16, shape_of(128), false)                   \
-  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d64, F16, shape_of(64), false)                       \
-  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d128, F16, shape_of(128), false)                     \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d64, BF16, shape_of(64), true)                \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d128, BF16, shape_of(128), true)              \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d64, F16, shape_of(64), true)                  \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d128, F16, shape_of(128), true)
+#define AC_TILED_KERNELS(kind, shape_of)                                                         \
+  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d64, BF16, shape_of(64), false, false)                  \
+  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d128, BF16, shape_of(128), false, false)                \
+  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d64, F16, shape_of(64), false, false)                    \
+  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d128, F16, shape_of(128), false, false)                  \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d64, BF16, shape_of(64), true, false)             \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d128, BF16, shape_of(128), true, false)           \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d64, F16, shape_of(64), true, false)               \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d128, F16, shape_of(128), true, false)             \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d64, BF16, shape_of(64), true, true)          \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d128, BF16, shape_of(128), true, true)        \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d64, F16, shape_of(64), true, true)            \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d128, F16, shape_of(128), true, true)
 #if defined(AC_NVIDIA)
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape)
 AC_TILED_KERNELS(keys, ac_tiled_keys_shape)

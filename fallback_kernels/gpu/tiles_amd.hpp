@@ -20,7 +20,9 @@
 #if defined(AC_AMD) && AC_HAS_MFMA
 namespace {
 
-template <typename T, ac_tiled_shape S, bool kPaged>
+// kKv8: the KV cache holds fp8 codes: 8 bytes per chunk come into registers, and become the
+// chunk's 16-bit values on their way to LDS (store()).
+template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 struct AmdTiles {
   static constexpr int N = S.tile_rows;  // the MFMA's M = N: 32 ("rows") or 16 ("keys")
   using L = ac_layout::Mfma<N>;
@@ -78,8 +80,14 @@ struct AmdTiles {
   uint16_t* v_s;
   uint8_t* valid_s;
   float* sink_s;
-  ac_frag16x4 q[kKSteps];          // Q^T: this lane's query, 4 dims per MFMA step
-  ac_u32x4 kr[kLoads], vr[kLoads];  // the next tile's K and V chunks, on their way to LDS
+  // One chunk (8 elements) of a K or V row as loaded: 16 bytes, or 8 bytes of fp8 codes.
+  template <bool kCodes, int kDummy = 0> struct ChunkOf { using type = ac_u32x4; };
+  template <int kDummy> struct ChunkOf<true, kDummy> { using type = ac_u32x2; };
+  using Chunk = typename ChunkOf<kKv8>::type;
+  using KvElem = typename KvStorage<kKv8>::type;
+
+  ac_frag16x4 q[kKSteps];        // Q^T: this lane's query, 4 dims per MFMA step
+  Chunk kr[kLoads], vr[kLoads];  // the next tile's K and V chunks, on their way to LDS
   bool row_ok[kLoads];
 
   AC_MEMBER void setup(unsigned char* smem) {
@@ -95,7 +103,18 @@ struct AmdTiles {
     const int32_t flat = c.row0 + slot_row(warp_m, lane, 0);
     const bool ok = flat < c.rows_total;
     const int32_t t = ok ? flat / c.group : 0, g = ok ? flat % c.group : 0;
-    const uint16_t* base = static_cast<const uint16_t*>(c.p.q) + (c.seq.q_start + t) * c.p.q_tok + (c.kh * c.group + g) * c.p.q_head;
+    const int64_t row = (c.seq.q_start + t) * c.p.q_tok + (c.kh * c.group + g) * c.p.q_head;
+    if (kKv8 && (c.p.q_type == AC_DTYPE_E4M3FN || c.p.q_type == AC_DTYPE_E4M3FNUZ)) {  // 4 codes per step
+      const uint8_t* base = static_cast<const uint8_t*>(c.p.q) + row;
+      const bool fnuz = ac_is_fnuz(c.p.q_type);
+#pragma unroll
+      for (int s = 0; s < kKSteps; ++s) {
+        q[s] = ac_frag16x4{0, 0};
+        if (ok) ac_e4m3x4_to_16bit<T>(*reinterpret_cast<const uint32_t*>(base + Map::q_dim(s, lane, 0)), fnuz, q[s].lo, q[s].hi);
+      }
+      return;
+    }
+    const uint16_t* base = static_cast<const uint16_t*>(c.p.q) + row;
 #pragma unroll
     for (int s = 0; s < kKSteps; ++s)
       q[s] = ok ? *reinterpret_cast<const ac_frag16x4*>(base + Map::q_dim(s, lane, 0)) : ac_frag16x4{0, 0};
@@ -104,8 +123,8 @@ struct AmdTiles {
   // Keys [j0, j0 + block_n) of K and V into registers, 16 bytes per chunk; rows past k_end or on
   // a block-table entry outside the cache are zero and marked invalid.
   AC_MEMBER void fetch(const TileContext& c, int tid, int32_t j0) {
-    const uint16_t* k = static_cast<const uint16_t*>(c.p.k) + c.kh * c.p.k_head;
-    const uint16_t* v = static_cast<const uint16_t*>(c.p.v) + c.kh * c.p.v_head;
+    const KvElem* k = static_cast<const KvElem*>(c.p.k) + c.kh * c.p.k_head;
+    const KvElem* v = static_cast<const KvElem*>(c.p.v) + c.kh * c.p.v_head;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int x = tid + i * kThreads, r = x / kChunks, ch = x % kChunks;
@@ -124,17 +143,28 @@ struct AmdTiles {
         koff = static_cast<int64_t>(c.seq.k_start + j) * c.p.k_tok;
         voff = static_cast<int64_t>(c.seq.k_start + j) * c.p.v_tok;
       }
-      kr[i] = ok ? *reinterpret_cast<const ac_u32x4*>(k + koff + ch * 8) : ac_u32x4{0, 0, 0, 0};
-      vr[i] = ok ? *reinterpret_cast<const ac_u32x4*>(v + voff + ch * 8) : ac_u32x4{0, 0, 0, 0};
+      kr[i] = ok ? *reinterpret_cast<const Chunk*>(k + koff + ch * 8) : Chunk{};
+      vr[i] = ok ? *reinterpret_cast<const Chunk*>(v + voff + ch * 8) : Chunk{};
       row_ok[i] = ok;
     }
   }
-  AC_MEMBER void store(int tid) {
+  AC_DEVICE ac_u32x4 widen(const Chunk& chunk, bool fnuz) {
+    if constexpr (kKv8) {
+      ac_u32x4 w;
+      ac_e4m3x4_to_16bit<T>(chunk.x, fnuz, w.x, w.y);
+      ac_e4m3x4_to_16bit<T>(chunk.y, fnuz, w.z, w.w);
+      return w;
+    } else {
+      return chunk;
+    }
+  }
+  AC_MEMBER void store(const TileContext& c, int tid) {
+    const bool fnuz = kKv8 && ac_is_fnuz(c.p.kv_type);
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int x = tid + i * kThreads, r = x / kChunks, ch = x % kChunks;
-      *reinterpret_cast<ac_u32x4*>(k_s + r * kPitch + ch * 8) = kr[i];
-      *reinterpret_cast<ac_u32x4*>(v_s + r * kPitch + ch * 8) = vr[i];
+      *reinterpret_cast<ac_u32x4*>(k_s + r * kPitch + ch * 8) = widen(kr[i], fnuz);
+      *reinterpret_cast<ac_u32x4*>(v_s + r * kPitch + ch * 8) = widen(vr[i], fnuz);
       if (ch == 0) valid_s[r] = row_ok[i];
     }
   }
@@ -144,13 +174,13 @@ struct AmdTiles {
     load_q(c, tid);
     if (n_tiles > 0) {
       fetch(c, tid, c.k_begin);
-      store(tid);
+      store(c, tid);
     }
     if (n_tiles > 1) fetch(c, tid, c.k_begin + S.block_n);
   }
   // Tile `it` is in LDS for every wave. Paged tiles are always masked (their validity bytes
   // say which rows were outside the cache): no block-wide vote is needed for that.
-  AC_MEMBER void ready(int32_t) { ac_sync(); }
+  AC_MEMBER void ready(const TileContext&, int, int32_t) { ac_sync(); }
   AC_MEMBER bool pages_masked(int32_t) const { return kPaged; }
   AC_MEMBER void begin(int, int, int) {}
   AC_MEMBER void q_landed() {}
@@ -159,7 +189,7 @@ struct AmdTiles {
   AC_MEMBER void done_with(const TileContext& c, int tid, int32_t it, int32_t n_tiles) {
     if (it + 1 >= n_tiles) return;
     ac_sync();
-    store(tid);
+    store(c, tid);
     if (it + 2 < n_tiles) fetch(c, tid, c.k_begin + (it + 2) * S.block_n);
   }
   AC_MEMBER const uint8_t* valid_keys(int32_t) const { return valid_s; }
@@ -238,6 +268,22 @@ struct AmdTiles {
     const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(m - mf);
     const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
     const float inv = lf > 0.f ? keep * v_scale / lf : 0.f;
+    if (slot_writer(lane) && c.p.lse) c.p.lse[lse_index(c.p, c.seq, token, h)] = lf > 0.f ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
+    if constexpr (kKv8) {
+      if (c.p.out_type == AC_DTYPE_E4M3FN || c.p.out_type == AC_DTYPE_E4M3FNUZ) {  // 4 codes per store
+        const bool fnuz = ac_is_fnuz(c.p.out_type);
+        uint8_t* codes = static_cast<uint8_t*>(c.p.out) + token * c.p.out_tok + h * c.p.out_head;
+#pragma unroll
+        for (int b = 0; b < kDimBlocks; ++b)
+#pragma unroll
+          for (int g = 0; g < L::kRegs / 4; ++g) {
+            const float* x = o.v[b].v + 4 * g;
+            *reinterpret_cast<uint32_t*>(codes + Map::out_dim(lane, b * L::kRegs + 4 * g)) =
+                ac_f32x4_to_e4m3(x[0] * inv, x[1] * inv, x[2] * inv, x[3] * inv, fnuz);
+          }
+        return;
+      }
+    }
     uint16_t* dst = static_cast<uint16_t*>(c.p.out) + token * c.p.out_tok + h * c.p.out_head;
 #pragma unroll
     for (int b = 0; b < kDimBlocks; ++b)
@@ -247,12 +293,11 @@ struct AmdTiles {
         *reinterpret_cast<ac_frag16x4*>(dst + Map::out_dim(lane, b * L::kRegs + 4 * g)) =
             ac_frag16x4{pack(x[0] * inv, x[1] * inv), pack(x[2] * inv, x[3] * inv)};
       }
-    if (slot_writer(lane) && c.p.lse) c.p.lse[lse_index(c.p, c.seq, token, h)] = lf > 0.f ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
   }
 };
 
-template <typename T, ac_tiled_shape S, bool kPaged>
-using ArchTiles = AmdTiles<T, S, kPaged>;
+template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
+using ArchTiles = AmdTiles<T, S, kPaged, kKv8>;
 
 }  // namespace
 #endif

@@ -14,7 +14,11 @@
 #if defined(AC_NVIDIA) && AC_HAS_MATRIX_OPS
 namespace {
 
-template <typename T, ac_tiled_shape S, bool kPaged>
+// kKv8: the KV cache holds fp8 codes. Each thread copies its chunks' codes (16 per row slot,
+// 16 bytes) into the first 16 bytes of the 32 its 16-bit values take in the ring slot, and once
+// its own copies have landed, converts them in place (ready()): no other thread reads or writes
+// those bytes before the barrier, so the ring, its shared memory and the MMAs stay as they are.
+template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 struct NvTiles {
   using L = ac_layout::Mma16x8;
   static constexpr int D = S.head_dim;
@@ -103,6 +107,24 @@ struct NvTiles {
   }
 
   AC_MEMBER void load_q(const TileContext& c, int tid) {
+    if (kKv8 && (c.p.q_type == AC_DTYPE_E4M3FN || c.p.q_type == AC_DTYPE_E4M3FNUZ)) {
+      // fp8 queries: 8 codes per 16-byte chunk, loaded and converted here (once per m-tile).
+      const uint8_t* q8 = static_cast<const uint8_t*>(c.p.q);
+      const bool fnuz = ac_is_fnuz(c.p.q_type);
+      for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
+        const int r = x / kChunks, ch = x % kChunks, flat = c.row0 + r;
+        ac_u32x4 out{0, 0, 0, 0};
+        if (flat < c.rows_total) {
+          const int32_t t = flat / c.group, g = flat % c.group;
+          const ac_u32x2 codes = *reinterpret_cast<const ac_u32x2*>(q8 + (c.seq.q_start + t) * c.p.q_tok +
+                                                              (c.kh * c.group + g) * c.p.q_head + ch * 8);
+          ac_e4m3x4_to_16bit<T>(codes.x, fnuz, out.x, out.y);
+          ac_e4m3x4_to_16bit<T>(codes.y, fnuz, out.z, out.w);
+        }
+        *reinterpret_cast<ac_u32x4*>(q_s + swizzle(r, ch, kBlockM)) = out;
+      }
+      return;
+    }
     const uint16_t* q = static_cast<const uint16_t*>(c.p.q);
     for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
       const int r = x / kChunks, ch = x % kChunks, flat = c.row0 + r;
@@ -129,8 +151,9 @@ struct NvTiles {
   // outside the cache are zero and marked invalid. Returns whether this thread met such an entry.
   AC_MEMBER bool load_keys(const TileContext& c, int tid, int32_t j0, int stage, const int32_t (&pages)[kLoads]) {
     bool bad = false;
-    const uint16_t* k = static_cast<const uint16_t*>(c.p.k) + c.kh * c.p.k_head;
-    const uint16_t* v = static_cast<const uint16_t*>(c.p.v) + c.kh * c.p.v_head;
+    using KvElem = typename KvStorage<kKv8>::type;
+    const KvElem* k = static_cast<const KvElem*>(c.p.k) + c.kh * c.p.k_head;
+    const KvElem* v = static_cast<const KvElem*>(c.p.v) + c.kh * c.p.v_head;
     uint16_t* ks = k_s + stage * S.block_n * D;
     uint16_t* vs = v_s + stage * S.block_n * D;
 #pragma unroll
@@ -150,10 +173,15 @@ struct NvTiles {
         koff = static_cast<int64_t>(c.seq.k_start + j) * c.p.k_tok;
         voff = static_cast<int64_t>(c.seq.k_start + j) * c.p.v_tok;
       }
+      if constexpr (kKv8) {  // the 16 codes into the first of the two 16-byte chunks they become
+        ac_copy16_async(ks + swizzle(r, ch, S.block_n), k + koff + ch * 8, ok);
+        ac_copy16_async(vs + swizzle(r, ch, S.block_n), v + voff + ch * 8, ok);
+      } else {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        ac_copy16_async(ks + swizzle(r, ch + h, S.block_n), k + koff + (ch + h) * 8, ok);
-        ac_copy16_async(vs + swizzle(r, ch + h, S.block_n), v + voff + (ch + h) * 8, ok);
+        for (int h = 0; h < 2; ++h) {
+          ac_copy16_async(ks + swizzle(r, ch + h, S.block_n), k + koff + (ch + h) * 8, ok);
+          ac_copy16_async(vs + swizzle(r, ch + h, S.block_n), v + voff + (ch + h) * 8, ok);
+        }
       }
       if (ch == 0) valid_s[stage * S.block_n + r] = ok;
     }
@@ -176,9 +204,33 @@ struct NvTiles {
     }
   }
 
+  // This thread's chunks of tile `it` (their copies landed), fp8 codes to 16-bit values in place.
+  AC_MEMBER void convert_own(const TileContext& c, int tid, int32_t it) {
+    const bool fnuz = ac_is_fnuz(c.p.kv_type);
+    const int stage = it % S.stages;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int x = tid + i * kThreads, r = x / kSlots, ch = (x % kSlots) * 2;
+#pragma unroll
+      for (int kv = 0; kv < 2; ++kv) {
+        uint16_t* tile = (kv ? v_s : k_s) + stage * S.block_n * D;
+        ac_u32x4* first = reinterpret_cast<ac_u32x4*>(tile + swizzle(r, ch, S.block_n));
+        const ac_u32x4 codes = *first;
+        ac_u32x4 a, b;
+        ac_e4m3x4_to_16bit<T>(codes.x, fnuz, a.x, a.y);
+        ac_e4m3x4_to_16bit<T>(codes.y, fnuz, a.z, a.w);
+        ac_e4m3x4_to_16bit<T>(codes.z, fnuz, b.x, b.y);
+        ac_e4m3x4_to_16bit<T>(codes.w, fnuz, b.z, b.w);
+        *first = a;
+        *reinterpret_cast<ac_u32x4*>(tile + swizzle(r, ch + 1, S.block_n)) = b;
+      }
+    }
+  }
+
   // Tile `it` landed for every thread (and ring slot (it - 1) % stages is free again).
-  AC_MEMBER void ready(int32_t it) {
+  AC_MEMBER void ready(const TileContext& c, int tid, int32_t it) {
     ac_copy_wait<S.stages - 2>();
+    if constexpr (kKv8) convert_own(c, tid, it);
 #if AC_HAS_WARPGROUP_MMA
     if constexpr (kWarpgroup) ac_fence_async_smem();  // the tensor cores read what cp.async wrote
 #endif
@@ -353,8 +405,8 @@ struct NvTiles {
   AC_DEVICE uint32_t pack(float lo, float hi) { return MatrixOps<T>{}.pack(lo, hi); }
 };
 
-template <typename T, ac_tiled_shape S, bool kPaged>
-using ArchTiles = NvTiles<T, S, kPaged>;
+template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
+using ArchTiles = NvTiles<T, S, kPaged, kKv8>;
 
 }  // namespace
 #endif

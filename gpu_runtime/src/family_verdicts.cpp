@@ -9,9 +9,9 @@
 namespace aiter_compat::gpu {
 namespace {
 
-// The states of the usual range (2 vendors, 16 devices, every row, 3 dtypes, head dims up to
-// 256) in a flat table of atomics; the details, and any key outside that range, in a map.
-constexpr int kDevices = 16, kRows = 8, kTypes = 3, kDims = 257;
+// The states of the usual range (2 vendors, 16 devices, every row, every family type, head dims
+// up to 256) in a flat table of atomics; the details, and any key outside that range, in a map.
+constexpr int kDevices = 16, kRows = 8, kTypes = AC_KTYPES, kDims = 257;
 constexpr size_t kSlots = size_t{2} * kDevices * kRows * kTypes * kDims;
 std::atomic<uint8_t> g_states[kSlots];
 std::atomic<uint64_t> g_generation{0};
@@ -112,8 +112,10 @@ FaultSpec parse_fault(const std::string& text) {
     const std::string& t = parts[1];
     f.dtype = t == "f32" || t == "float32" ? AC_DTYPE_F32
               : t == "f16" || t == "fp16" || t == "float16" ? AC_DTYPE_F16
-              : t == "bf16" || t == "bfloat16" ? AC_DTYPE_BF16 : -2;
-    if (f.dtype == -2) f.error = "dtype " + t + " is not one of f32, f16, bf16";
+              : t == "bf16" || t == "bfloat16" ? AC_DTYPE_BF16
+              : t == "f16_kv8" ? AC_KTYPE_F16_KV8
+              : t == "bf16_kv8" ? AC_KTYPE_BF16_KV8 : -2;
+    if (f.dtype == -2) f.error = "dtype " + t + " is not one of f32, f16, bf16, f16_kv8, bf16_kv8";
   }
   if (f.error.empty() && parts.size() > 2) {
     char* end = nullptr;

@@ -15,20 +15,24 @@ std::string list(const std::vector<int>& v, const char* sep = "/") {
 }
 
 std::string dtype_names(const std::vector<int>& v) {
-  static const char* const names[] = {"float32", "float16", "bfloat16"};
+  static const char* const names[] = {"float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz",
+                                      "float16 over an fp8 KV cache", "bfloat16 over an fp8 KV cache"};
   std::string s;
   for (int t : v) s += (s.empty() ? "" : ", ") + std::string(names[t]);
   return s;
 }
 
-constexpr int kHalf[] = {AC_DTYPE_BF16, AC_DTYPE_F16};  // the tiled and decode kernels' types
+// The tiled and decode kernels' types: 16-bit throughout, or 16-bit tiles over an fp8 KV cache
+// (paged only: unified_attention's and the paged decode's caches).
+constexpr int kHalf[] = {AC_DTYPE_BF16, AC_DTYPE_F16, AC_KTYPE_BF16_KV8, AC_KTYPE_F16_KV8};
 constexpr int kDims[] = {64, 128};
 
 std::vector<std::string> tiled_names(KernelId id) {
   std::vector<std::string> names;
   for (bool paged : {false, true})
     for (int t : kHalf)
-      for (int d : kDims) names.push_back(tiled_kernel_name(id, paged, t, d));
+      for (int d : kDims)
+        if (paged || !kv8_type(t)) names.push_back(tiled_kernel_name(id, paged, t, d));
   return names;
 }
 
@@ -40,7 +44,7 @@ std::vector<std::string> per_type(const char* prefix, std::vector<int> types, co
 
 std::vector<std::string> decode_names() {
   std::vector<std::string> names;
-  for (int t : kHalf)
+  for (int t : kHalf)  // (the decode kernel is paged: its fp8-KV variants too)
     for (int d : kDims) names.push_back(std::string("ac_decode_") + dtype_suffix(t) + "_d" + std::to_string(d));
   return names;
 }
@@ -48,11 +52,13 @@ std::vector<std::string> decode_names() {
 // Every requirement of the paged-attention and merge kernels the host can see at launch: 16-byte
 // rows of q, k and v (16-bit elements, 8-element strides, aligned pointers).
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+// (An fp8 row's 8-element chunks are 8 bytes: the same element strides keep them aligned.)
 bool rows_load_16_bytes(const ac_attention_params& p, int dtype) {
   const bool strides = p.q_tok % 8 == 0 && p.q_head % 8 == 0 && p.k_tok % 8 == 0 && p.k_slot % 8 == 0 &&
                        p.k_head % 8 == 0 && p.v_tok % 8 == 0 && p.v_slot % 8 == 0 && p.v_head % 8 == 0;
-  return (dtype == AC_DTYPE_BF16 || dtype == AC_DTYPE_F16) && (p.head_dim == 64 || p.head_dim == 128) &&
-         p.head_dim_v == p.head_dim && aligned16(p.q) && aligned16(p.k) && aligned16(p.v) && strides;
+  const bool typed = dtype == AC_DTYPE_BF16 || dtype == AC_DTYPE_F16 || (kv8_type(dtype) && p.paged);
+  return typed && (p.head_dim == 64 || p.head_dim == 128) && p.head_dim_v == p.head_dim && aligned16(p.q) &&
+         aligned16(p.k) && aligned16(p.v) && strides;
 }
 
 }  // namespace
@@ -63,7 +69,7 @@ std::string feature_name(KernelFeature f) {
     case kDropout: return "dropout";
     case kBias: return "an attention bias";
     case kAlibi: return "ALiBi slopes";
-    case kDescale: return "q_scales or output_scale (fp8 outputs)";
+    case kDescale: return "q_scales (micro-scaled fp4 queries)";
     case kAttnProbs: return "returned attention probabilities";
     case kPaddedSeqlens: return "padded cu_seqlens";
     case kPagedVarlen: return "a block table (paged KV) in flash_attn_varlen_func";
@@ -74,7 +80,17 @@ std::string feature_name(KernelFeature f) {
   return "?";
 }
 
-const char* dtype_suffix(int dtype) { return dtype == AC_DTYPE_F32 ? "f32" : dtype == AC_DTYPE_F16 ? "f16" : "bf16"; }
+bool kv8_type(int ktype) { return ktype == AC_KTYPE_F16_KV8 || ktype == AC_KTYPE_BF16_KV8; }
+
+const char* dtype_suffix(int dtype) {
+  switch (dtype) {
+    case AC_DTYPE_F32: return "f32";
+    case AC_DTYPE_F16: return "f16";
+    case AC_KTYPE_F16_KV8: return "f16_kv8";
+    case AC_KTYPE_BF16_KV8: return "bf16_kv8";
+    default: return "bf16";
+  }
+}
 
 bool is_amd_arch(const std::string& arch) { return arch.rfind("gfx", 0) == 0; }
 
@@ -109,7 +125,8 @@ const std::vector<KernelRow>& kernel_rows() {
   using K = KernelId;
   static const std::vector<KernelRow> rows = [] {
     const std::vector<int> half(std::begin(kHalf), std::end(kHalf)), dims(std::begin(kDims), std::end(kDims));
-    const std::vector<int> all = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16};
+    const std::vector<int> all = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_BF16_KV8, AC_KTYPE_F16_KV8};
+    const std::vector<int> plain = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16};  // merge_attn_states' types
     std::vector<KernelRow> r;
     const std::vector<std::string> matrix_archs = {"sm_", "gfx"};  // mma.sync / MFMA
     r.push_back({K::tiled_keys, "tiled_keys", "matrix-instruction tiles (mma.sync, MFMA), all warps on one 16-row tile (decode)",
@@ -127,7 +144,7 @@ const std::vector<KernelRow>& kernel_rows() {
     r.push_back({K::split_merge, "split_merge", "combines split-KV partial results, the sink entered once",
                  KernelDevice::gpu, KernelOp::split_merge, all, {}, 0, false, 0, 0, {}, per_type("ac_merge_", all)});
     r.push_back({K::merge_states, "merge_states", "merge_attn_states with the sink entered once", KernelDevice::gpu,
-                 KernelOp::merge_states, all, {}, 0, false, 0, 0, {}, per_type("ac_merge_states_", all)});
+                 KernelOp::merge_states, plain, {}, 0, false, 0, 0, {}, per_type("ac_merge_states_", plain)});
     r.push_back({K::cpu_reference, "cpu_reference", "CPU reference kernels, double accumulation", KernelDevice::cpu,
                  KernelOp::attention, all, {}, 0, false, 0, kSoftcap, {}, {}});
     return r;

@@ -20,11 +20,11 @@ int shape_index(KernelId id) { return id == KernelId::tiled_keys ? 0 : id == Ker
 struct LoadedModule {
   std::string arch;
   int multiprocessors = 0;
-  void* attention[3] = {};
-  void* split_merge[3] = {};
+  void* attention[AC_KTYPES] = {};   // [family type] (AC_DTYPE_F32..BF16, AC_KTYPE_*_KV8)
+  void* split_merge[AC_KTYPES] = {};
   void* merge_states[3] = {};
-  void* decode[3][2] = {};         // [type][d64, d128]
-  void* tiled[3][2][3][2] = {};    // [keys, wgmma, rows][contiguous, paged][type][d64, d128]
+  void* decode[AC_KTYPES][2] = {};         // [type][d64, d128]
+  void* tiled[3][2][AC_KTYPES][2] = {};    // [keys, wgmma, rows][contiguous, paged][type][d64, d128]
 
   void* kernel(KernelId id, bool paged, int dtype, int head_dim) const {
     switch (id) {
@@ -91,10 +91,10 @@ const LoadedModule& module_for(Vendor v, int device) {
     return f == functions.end() ? nullptr : f->second;
   };
   const bool wgmma = !wgmma_disabled(), tiled = switched_off(KernelId::tiled_rows, m.arch).empty();
-  for (int t : {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16}) {
+  for (int t : {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_F16_KV8, AC_KTYPE_BF16_KV8}) {
     m.attention[t] = find(std::string("ac_attention_") + dtype_suffix(t));
     m.split_merge[t] = find(std::string("ac_merge_") + dtype_suffix(t));
-    m.merge_states[t] = find(std::string("ac_merge_states_") + dtype_suffix(t));
+    if (t < 3) m.merge_states[t] = find(std::string("ac_merge_states_") + dtype_suffix(t));
     for (int dim : {64, 128}) {
       m.decode[t][dim_index(dim)] = find(std::string("ac_decode_") + dtype_suffix(t) + "_d" + std::to_string(dim));
       for (KernelId id : {KernelId::tiled_keys, KernelId::tiled_wgmma, KernelId::tiled_rows})

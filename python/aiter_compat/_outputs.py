@@ -4,14 +4,16 @@ the framework's current stream (torch only when torch._C lacks its raw-stream ge
 the fallback routes only."""
 
 
-def empty_like(like, shape, float32):
+def empty_like(like, shape, dtype):
+    """An empty array of `shape` on like's device, in like's dtype or the one named ("float32",
+    "bfloat16": numpy and cupy know the latter only with ml_dtypes imported)."""
     module = type(like).__module__.split(".")[0]
     if module == "cupy":
         import cupy
         with cupy.cuda.Device(like.device.id):
-            return cupy.empty(shape, dtype="float32" if float32 else like.dtype)
+            return cupy.empty(shape, dtype=dtype or like.dtype)
     import numpy
-    return numpy.empty(shape, dtype=numpy.float32 if float32 else like.dtype)
+    return numpy.empty(shape, dtype=dtype or like.dtype)
 
 
 def current_stream(like):

@@ -453,8 +453,9 @@ PyMethodDef methods[] = {
      "AITer's unified_attention (newest signature), routed to AITer or a fallback."},
     {"paged_attention_decode", VECTORCALL(entry_paged_attention_decode), METH_FASTCALL | METH_KEYWORDS,
      "paged_attention_decode(q, k_cache, v_cache, block_table, seqused_k, softmax_scale=None, "
-     "window_size=(-1, -1), sinks=None, out=None, return_lse=False, cu_seqlens_q=None): decode (or extend) "
-     "over vLLM's NHD paged cache with learned sinks."},
+     "window_size=(-1, -1), sinks=None, out=None, return_lse=False, cu_seqlens_q=None, softcap=0.0, "
+     "q_descale=None, k_descale=None, v_descale=None, output_scale=None): decode (or extend) over vLLM's NHD "
+     "paged cache with learned sinks; the cache may be fp8 e4m3 (fn or fnuz) with its descales."},
     {"merge_attn_states", VECTORCALL(entry_merge_attn_states), METH_FASTCALL | METH_KEYWORDS,
      "merge_attn_states(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None, sinks=None): "
      "merges two partial attention states (computed without sinks) and adds the sink once."},

@@ -131,15 +131,15 @@ TensorView PyCallArgs::view(int i) {
                      held_);
 }
 
-TensorView PyCallArgs::output(int like, const std::vector<int64_t>& shape, bool float32, Role role) {
-  Ref made = empty_like(value(like), shape, float32);
+TensorView PyCallArgs::output(int like, const std::vector<int64_t>& shape, DType dtype, Role role) {
+  Ref made = empty_like(value(like), shape, dtype);
   const char* name = role == Role::out ? "out" : "lse";
   // Its metadata is known: like's device, the shape asked for, like's dtype or float32.
   std::optional<TensorMeta> m = metas_[like];
   if (m) {
     m->ndim = static_cast<int>(shape.size());
     for (size_t d = 0; d < shape.size(); ++d) m->shape[d] = shape[d];
-    if (float32) m->dtype = DType::f32;
+    if (dtype != DType::unsupported) m->dtype = dtype;
   }
   TensorView v = tensor_view(name, made.get(), m ? &*m : nullptr, held_);
   (role == Role::out ? out_ : lse_) = std::move(made);

@@ -26,7 +26,7 @@ class PyCallArgs final : public CallArgs {
   bool flag(int i) const override;
   WindowValue window(int i) const override;
   TensorView view(int i) override;
-  TensorView output(int like, const std::vector<int64_t>& shape, bool float32, Role role) override;
+  TensorView output(int like, const std::vector<int64_t>& shape, DType dtype, Role role) override;
   void* stream(int like, const TensorView& view) override;
   void run_unlocked(const std::function<void()>& work) override;
 

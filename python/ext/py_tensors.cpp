@@ -237,25 +237,28 @@ PyObject* outputs_helper(PyObject*& cache, const char* name) {
 // torch's allocations and stream are reached through its C methods, as are its tensors' fields:
 // the Python helpers (torch.empty with a device object, torch.cuda.current_stream) cost a few
 // microseconds per call of an eager decode whose kernel takes ten.
-Ref empty_like(PyObject* like, const std::vector<int64_t>& shape, bool float32) {
+Ref empty_like(PyObject* like, const std::vector<int64_t>& shape, DType dtype) {
   Ref dims(check(PyTuple_New(static_cast<Py_ssize_t>(shape.size()))));
   for (size_t i = 0; i < shape.size(); ++i) PyTuple_SET_ITEM(dims.get(), i, PyLong_FromLongLong(shape[i]));
+  const bool other = dtype == DType::f32 || dtype == DType::bf16;
   if (is_torch_tensor(like)) {
-    // Tensor.new_empty: like's device (and dtype unless float32 is asked for).
-    static PyObject *new_empty = nullptr, *float32_kwargs = nullptr;
+    // Tensor.new_empty: like's device (and dtype unless float32 or bfloat16 is asked for).
+    static PyObject *new_empty = nullptr, *float32_kwargs = nullptr, *bfloat16_kwargs = nullptr;
     if (!new_empty) {
       PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed
-      Ref f32(check(PyObject_GetAttrString(torch, "float32")));
+      Ref f32(check(PyObject_GetAttrString(torch, "float32"))), bf16(check(PyObject_GetAttrString(torch, "bfloat16")));
       float32_kwargs = check(Py_BuildValue("{s:O}", "dtype", f32.get())).release();
+      bfloat16_kwargs = check(Py_BuildValue("{s:O}", "dtype", bf16.get())).release();
       new_empty = PyUnicode_InternFromString("new_empty");
     }
     Ref method(check(PyObject_GetAttr(like, new_empty)));
     Ref args(check(PyTuple_Pack(1, dims.get())));
-    return check(PyObject_Call(method.get(), args.get(), float32 ? float32_kwargs : nullptr));
+    PyObject* kwargs = dtype == DType::f32 ? float32_kwargs : dtype == DType::bf16 ? bfloat16_kwargs : nullptr;
+    return check(PyObject_Call(method.get(), args.get(), kwargs));
   }
   static PyObject* helper = nullptr;
-  return check(PyObject_CallFunctionObjArgs(outputs_helper(helper, "empty_like"), like, dims.get(),
-                                            float32 ? Py_True : Py_False, nullptr));
+  Ref name = other ? Ref(check(PyUnicode_FromString(to_string(dtype).c_str()))) : Ref::borrow(Py_None);
+  return check(PyObject_CallFunctionObjArgs(outputs_helper(helper, "empty_like"), like, dims.get(), name.get(), nullptr));
 }
 
 void* current_stream(PyObject* like, const TensorView& view) {

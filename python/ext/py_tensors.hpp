@@ -29,7 +29,8 @@ TensorMeta tensor_meta(const std::string& name, PyObject* obj, bool batch_layout
 TensorView tensor_view(const std::string& name, PyObject* obj, const TensorMeta* meta, std::vector<Ref>& held);
 
 // A new uninitialised tensor of `like`'s framework and device: like's dtype, or float32.
-Ref empty_like(PyObject* like, const std::vector<int64_t>& shape, bool float32);
+// dtype: float32 or bfloat16, or unsupported for like's own.
+Ref empty_like(PyObject* like, const std::vector<int64_t>& shape, DType dtype);
 
 // The stream `like`'s framework would run on now, on like's device (torch, cupy); null for CPU
 // tensors and other frameworks. `view`: like as imported (its device).

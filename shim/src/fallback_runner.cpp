@@ -30,12 +30,13 @@ TensorView view_of(CallArgs& c, Role r) {
   return i < 0 ? TensorView{} : c.view(i);
 }
 
-// out (the call's own, else made like q) and, when asked for, the LSE.
+// out (the call's own, else made like q: in bfloat16 for fp8 queries, as AITer's fp8 attention
+// returns) and, when asked for, the LSE.
 void outputs(CallArgs& c, const CallFeatures& f, const std::vector<int64_t>& out_shape,
              const std::vector<int64_t>& lse_shape, TensorView& out, TensorView& lse) {
   const int qi = c.signature().index_of(Role::q), oi = c.signature().index_of(Role::out);
-  out = c.given(oi) ? c.view(oi) : c.output(qi, out_shape, false, Role::out);
-  if (f.return_lse) lse = c.output(qi, lse_shape, true, Role::return_lse);
+  out = c.given(oi) ? c.view(oi) : c.output(qi, out_shape, is_e4m3(f.dtype) ? DType::bf16 : DType::unsupported, Role::out);
+  if (f.return_lse) lse = c.output(qi, lse_shape, DType::f32, Role::return_lse);
 }
 
 // Runs on the route's kernels; the GPU ones only enqueue on the caller's stream.
@@ -120,6 +121,7 @@ FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   a.q_descale = view_of(c, Role::q_descale);
   a.k_descale = view_of(c, Role::k_descale);
   a.v_descale = view_of(c, Role::v_descale);
+  a.output_scale = view_of(c, Role::output_scale);
   std::vector<int32_t> arange;  // decode without cu_seqlens_q: one query token per sequence
   const int cu = sig.index_of(Role::cu_seqlens_q);
   if (c.given(cu)) {

@@ -83,8 +83,15 @@ CallFeatures features_of(const CallArgs& call) {
   if (f.kv_heads <= 0 || f.q_heads % f.kv_heads != 0)
     bad(kname, std::to_string(f.kv_heads) + " heads for q's " + std::to_string(f.q_heads),
         "a divisor of q's head count (grouped-query attention)");
-  if (k.dtype != q.dtype) bad(kname, "dtype " + to_string(k.dtype), "q's dtype " + to_string(q.dtype));
-  if (v.dtype != q.dtype) bad(vname, "dtype " + to_string(v.dtype), "q's dtype " + to_string(q.dtype));
+  // k and v alike; q's dtype, or (the paged ops) an fp8 e4m3 cache under 16-bit queries.
+  const bool fp8_cache = paged && is_e4m3(k.dtype) && is_16bit_float(q.dtype);
+  if (k.dtype != q.dtype && !fp8_cache)
+    bad(kname, "dtype " + to_string(k.dtype),
+        "q's dtype " + to_string(q.dtype) +
+            (paged ? ", or float8_e4m3fn / float8_e4m3fnuz under float16 or bfloat16 queries" : ""));
+  if (v.dtype != k.dtype) bad(vname, "dtype " + to_string(v.dtype), kname + "'s dtype " + to_string(k.dtype));
+  f.kv_dtype = k.dtype;
+  if (int oi = sig.index_of(Role::out); oi >= 0 && call.given(oi)) f.out_dtype = call.meta(oi, batch).dtype;
   if (k.device != q.device || v.device != q.device || k.device_id != q.device_id || v.device_id != q.device_id)
     bad(k.device != q.device || k.device_id != q.device_id ? kname : vname, "another device",
         "q's device " + to_string(q.device) + ":" + std::to_string(q.device_id));
@@ -114,6 +121,19 @@ CallFeatures features_of(const CallArgs& call) {
   return f;
 }
 
+int family_type(DType q, DType kv, DType out) {
+  if (is_e4m3(kv)) {
+    const DType tile = is_16bit_float(q) ? q : is_16bit_float(out) ? out : DType::bf16;
+    return tile == DType::f16 ? AC_KTYPE_F16_KV8 : AC_KTYPE_BF16_KV8;
+  }
+  if (kv != q) return -1;
+  return q == DType::f32 ? AC_DTYPE_F32 : q == DType::f16 ? AC_DTYPE_F16 : q == DType::bf16 ? AC_DTYPE_BF16 : -1;
+}
+
+int family_type(const CallFeatures& f) {
+  return family_type(f.dtype, f.kv_dtype == DType::unsupported ? f.dtype : f.kv_dtype, f.out_dtype);
+}
+
 std::vector<std::pair<std::string, std::string>> CallFeatures::describe() const {
   auto yes = [](bool b) { return std::string(b ? "yes" : "no"); };
   std::string window = !window_left && !window_right ? "none"
@@ -122,7 +142,8 @@ std::vector<std::pair<std::string, std::string>> CallFeatures::describe() const 
   if (window_sink_size) window += ", sink_size > 0";
   std::vector<std::pair<std::string, std::string>> rows = {
       {"op", to_string(op)},
-      {"dtype", to_string(dtype)},
+      {"dtype", to_string(dtype) + (kv_dtype != DType::unsupported && kv_dtype != dtype ? " (KV cache " + to_string(kv_dtype) + ")" : "") +
+                    (out_dtype != DType::unsupported && out_dtype != dtype ? " (out " + to_string(out_dtype) + ")" : "")},
       {"device", to_string(device) + (device == DeviceKind::cpu ? "" : ":" + std::to_string(device_id))},
       {"head_dim (q/k, v)", std::to_string(head_dim_qk) + ", " + std::to_string(head_dim_v)},
       {"heads (q, kv)", std::to_string(q_heads) + ", " + std::to_string(kv_heads)},
@@ -154,6 +175,7 @@ size_t CallFeaturesHash::operator()(const CallFeatures& f) const {
     h ^= v;
     h *= 1099511628211ull;
   };
+  mix(static_cast<uint64_t>(f.kv_dtype) | static_cast<uint64_t>(f.out_dtype) << 8);
   mix(static_cast<uint64_t>(f.op) | static_cast<uint64_t>(f.dtype) << 8 | static_cast<uint64_t>(f.device) << 16 |
       static_cast<uint64_t>(static_cast<uint8_t>(f.window_arity)) << 24 |
       static_cast<uint64_t>(static_cast<uint16_t>(f.device_id)) << 32);

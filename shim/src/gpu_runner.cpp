@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "aiter_compat/gpu_runtime/launch.hpp"
+#include "aiter_compat/shim/features.hpp"
 #include "aiter_compat/shim/selftest.hpp"
 
 namespace aiter_compat {
@@ -37,12 +38,17 @@ int64_t max_keys_of(int64_t longest, const Window& w) {
   return w.left >= 0 ? std::min<int64_t>(longest, w.left + 1 + std::max<int64_t>(w.right, 0)) : longest;
 }
 
-gpu::AttentionLaunch launch_of(const ac_attention_params& p, const TensorView& q, void* stream, const GpuOptions& o) {
+// The storage types of q, k and v, and out, and the kernel family they make.
+gpu::AttentionLaunch launch_of(ac_attention_params p, const TensorView& q, const TensorView& k, const TensorView& out,
+                               void* stream, const GpuOptions& o) {
+  p.q_type = kernel_dtype(q.dtype);
+  p.kv_type = kernel_dtype(k.dtype);
+  p.out_type = kernel_dtype(out.dtype);
   gpu::AttentionLaunch l;
   l.only_row = o.only_row;
   l.force_splits = o.force_splits;
   l.params = p;
-  l.dtype = kernel_dtype(q.dtype);
+  l.dtype = family_type(q.dtype, k.dtype, out.dtype);
   l.vendor = vendor_of(q.device);
   l.device = q.device_id;
   l.stream = stream;
@@ -59,7 +65,14 @@ gpu::KernelId launch_checked(gpu::AttentionLaunch& l, const GpuOptions& o) {
 }  // namespace
 
 int kernel_dtype(DType t) {
-  return t == DType::f32 ? AC_DTYPE_F32 : t == DType::f16 ? AC_DTYPE_F16 : t == DType::bf16 ? AC_DTYPE_BF16 : -1;
+  switch (t) {
+    case DType::f32: return AC_DTYPE_F32;
+    case DType::f16: return AC_DTYPE_F16;
+    case DType::bf16: return AC_DTYPE_BF16;
+    case DType::f8_e4m3fn: return AC_DTYPE_E4M3FN;
+    case DType::f8_e4m3fnuz: return AC_DTYPE_E4M3FNUZ;
+    default: return -1;
+  }
 }
 
 gpu::Vendor vendor_of(DeviceKind d) { return d == DeviceKind::rocm ? gpu::Vendor::amd : gpu::Vendor::nvidia; }
@@ -99,7 +112,7 @@ gpu::KernelId run_gpu(const VarlenArgs& a, void* stream, const GpuOptions& o) {
     p.total_q = static_cast<int32_t>(a.q.shape[0]);
     p.total_k = static_cast<int32_t>(a.k.shape[0]);
   }
-  gpu::AttentionLaunch l = launch_of(p, a.q, stream, o);
+  gpu::AttentionLaunch l = launch_of(p, a.q, a.k, a.out, stream, o);
   l.max_keys = max_keys_of(a.batch_layout ? a.k.shape[1] : a.max_seqlen_k, a.window);
   // Queries per sequence: the batch layout's length, else max_seqlen_q (an underestimate costs
   // time, not results: the tiled kernels loop over a sequence's row tiles).
@@ -131,12 +144,13 @@ gpu::KernelId run_gpu(const PagedArgs& a, void* stream, const GpuOptions& o) {
   p.v_descale = a.v_descale.defined() ? static_cast<const float*>(a.v_descale.data) : nullptr;
   if (p.k_descale) descale_strides(a.k_descale, &p.kd_seq, &p.kd_head);
   if (p.v_descale) descale_strides(a.v_descale, &p.vd_seq, &p.vd_head);
+  p.out_scale = a.output_scale.defined() ? static_cast<const float*>(a.output_scale.data) : nullptr;
   p.total_q = static_cast<int32_t>(a.q.shape[0]);
   // One query per sequence (decode) needs no cu_seqlens_q: given, or implied by batch == tokens
   // with max_seqlen_q == 1.
   if (a.one_query_per_sequence || (p.batch == p.total_q && a.max_seqlen_q == 1)) p.uniform_q = 1;
   else p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
-  gpu::AttentionLaunch l = launch_of(p, a.q, stream, o);
+  gpu::AttentionLaunch l = launch_of(p, a.q, a.k_cache, a.out, stream, o);
   l.max_keys = max_keys_of(a.max_seqlen_k > 0 ? a.max_seqlen_k : static_cast<int64_t>(p.max_blocks) * p.block_size,
                            a.window);
   const int64_t max_q = p.uniform_q == 1 ? 1 : a.max_seqlen_q > 0 ? a.max_seqlen_q : a.q.shape[0];

@@ -73,7 +73,7 @@ std::string kernel_name(OpId op) {
 gpu::KernelQuery query_of(const CallFeatures& f, const std::string& arch) {
   gpu::KernelQuery q;
   q.op = f.op == OpId::merge_attn_states ? gpu::KernelOp::merge_states : gpu::KernelOp::attention;
-  q.dtype = f.dtype == DType::f32 ? AC_DTYPE_F32 : f.dtype == DType::f16 ? AC_DTYPE_F16 : f.dtype == DType::bf16 ? AC_DTYPE_BF16 : -1;
+  q.dtype = family_type(f);
   q.head_dim = f.head_dim_qk, q.head_dim_v = f.head_dim_v;
   q.q_heads = f.q_heads, q.kv_heads = f.kv_heads;
   q.block_size = f.block_size;
@@ -177,8 +177,12 @@ Candidate Router::aiter_candidate(const CallFeatures& f, Route* r) const {
   const AiterEntry& e = it->second;
   if (f.device != DeviceKind::rocm)
     c.reasons.push_back("AITer runs on AMD GPUs (ROCm); the tensors are on " + to_string(f.device));
-  if (f.dtype != DType::f16 && f.dtype != DType::bf16)
-    c.reasons.push_back("AITer takes float16 or bfloat16, not " + to_string(f.dtype));
+  // unified_attention (Triton) also takes fp8 e4m3 queries and caches (its descales and
+  // output_scale); the other entry points 16-bit floats.
+  const bool fp8_ok = f.op == OpId::unified_attention;
+  if (!is_16bit_float(f.dtype) && !(fp8_ok && is_e4m3(f.dtype)))
+    c.reasons.push_back(std::string("AITer takes float16") + (fp8_ok ? ", bfloat16 or fp8 e4m3" : " or bfloat16") +
+                        ", not " + to_string(f.dtype));
   auto first_in = [&](const std::string& param) {
     auto op_it = caps_.first_release.find(sig.aiter_name);
     if (op_it == caps_.first_release.end()) return std::string();

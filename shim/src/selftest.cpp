@@ -142,11 +142,13 @@ Outcome run_case(const FamilyKey& k, CaseKind kind, int splits, void* stream) {
 
 // The cases each row is checked on, with the split counts: the generic row and every faster
 // row unsplit and (when the split merge passed) split; the split merge through the generic row.
-std::vector<CaseKind> cases_of(KernelId row) {
+std::vector<CaseKind> cases_of(KernelId row, int dtype) {
   switch (row) {
     case KernelId::merge_states: return {CaseKind::merge};
-    case KernelId::split_merge: return {CaseKind::prefill_varlen, CaseKind::decode_paged};
-    default: return {CaseKind::prefill_varlen, CaseKind::decode_varlen, CaseKind::extend_paged, CaseKind::decode_paged};
+    case KernelId::split_merge:
+      return gpu::kv8_type(dtype) ? std::vector<CaseKind>{CaseKind::extend_paged, CaseKind::decode_paged}
+                                  : std::vector<CaseKind>{CaseKind::prefill_varlen, CaseKind::decode_paged};
+    default: return case_kinds(dtype);
   }
 }
 
@@ -171,7 +173,7 @@ FamilyResult measure(const FamilyKey& k, void* stream) {
   }
   int ran = 0;
   double worst = -1;
-  for (CaseKind kind : cases_of(k.row))
+  for (CaseKind kind : cases_of(k.row, k.dtype))
     for (int splits : split_counts) {
       const Outcome o = run_case(k, kind, splits, stream);
       if (!o.ran) continue;

@@ -15,7 +15,11 @@ namespace {
 // and head stride is exercised.
 constexpr int64_t kHq = 8, kHk = 2, kBlock = 16;
 
-DType dtype_of_code(int t) { return t == AC_DTYPE_F32 ? DType::f32 : t == AC_DTYPE_F16 ? DType::f16 : DType::bf16; }
+// The 16-bit (or f32) type of a family: its q, out and tiles (the fp8-KV families' tile type).
+DType dtype_of_code(int t) {
+  return t == AC_DTYPE_F32 ? DType::f32 : t == AC_DTYPE_F16 || t == AC_KTYPE_F16_KV8 ? DType::f16 : DType::bf16;
+}
+bool kv8(int t) { return t == AC_KTYPE_F16_KV8 || t == AC_KTYPE_BF16_KV8; }
 
 void put(Buffer& b, int64_t i, double v) {
   const float f = static_cast<float>(v);
@@ -24,6 +28,10 @@ void put(Buffer& b, int64_t i, double v) {
     case DType::f16: reinterpret_cast<uint16_t*>(b.host.data())[i] = cpu::float_to_f16(f); break;
     case DType::bf16: reinterpret_cast<uint16_t*>(b.host.data())[i] = cpu::float_to_bf16(f); break;
     case DType::i32: reinterpret_cast<int32_t*>(b.host.data())[i] = static_cast<int32_t>(v); break;
+    case DType::f8_e4m3fn:
+    case DType::f8_e4m3fnuz:
+      b.host[static_cast<size_t>(i)] = static_cast<unsigned char>(ac_fp8::from_float(f, b.dtype == DType::f8_e4m3fnuz));
+      break;
     default: break;
   }
 }
@@ -34,6 +42,8 @@ double get(const Buffer& b, int64_t i) {
     case DType::f16: return cpu::f16_to_float(reinterpret_cast<const uint16_t*>(b.host.data())[i]);
     case DType::bf16: return cpu::bf16_to_float(reinterpret_cast<const uint16_t*>(b.host.data())[i]);
     case DType::i32: return reinterpret_cast<const int32_t*>(b.host.data())[i];
+    case DType::f8_e4m3fn:
+    case DType::f8_e4m3fnuz: return ac_fp8::to_float(b.host[static_cast<size_t>(i)], b.dtype == DType::f8_e4m3fnuz);
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }
@@ -49,6 +59,14 @@ Buffer buffer(DType t, std::vector<int64_t> shape) {
 Buffer random(DType t, std::vector<int64_t> shape, std::mt19937& rng, double scale = 1.0) {
   Buffer b = buffer(t, std::move(shape));
   std::normal_distribution<double> dist(0.0, scale);
+  for (int64_t i = 0; i < b.numel(); ++i) put(b, i, dist(rng));
+  return b;
+}
+
+// Positive scales in [lo, hi): the descales and output_scale of the fp8 cases.
+Buffer scales(std::vector<int64_t> shape, std::mt19937& rng, double lo, double hi) {
+  Buffer b = buffer(DType::f32, std::move(shape));
+  std::uniform_real_distribution<double> dist(lo, hi);
   for (int64_t i = 0; i < b.numel(); ++i) put(b, i, dist(rng));
   return b;
 }
@@ -116,6 +134,11 @@ std::string to_string(CaseKind k) {
   return "?";
 }
 
+std::vector<CaseKind> case_kinds(int dtype) {
+  if (kv8(dtype)) return {CaseKind::extend_paged, CaseKind::decode_paged};  // fp8 caches are paged
+  return {CaseKind::prefill_varlen, CaseKind::decode_varlen, CaseKind::extend_paged, CaseKind::decode_paged};
+}
+
 Case make_case(CaseKind kind, int dtype, int d) {
   Case c;
   c.kind = kind;
@@ -126,6 +149,13 @@ Case make_case(CaseKind kind, int dtype, int d) {
   const DType t = dtype_of_code(dtype);
   // The sinks in the model's dtype (GPT-OSS keeps them in bf16), spread around the logits.
   const DType sink_type = t;
+  // An fp8 family's cases: the extend with fp8 e4m3fn queries and cache, per-sequence-and-head
+  // k descales and an output_scale; the decode with 16-bit queries over an e4m3fnuz cache. (The
+  // fp8 output's store is the host-checked encoder: the outputs here stay 16-bit, so that the
+  // bound stays the tile type's.)
+  const bool fp8 = kv8(dtype);
+  const DType qt = fp8 && kind == CaseKind::extend_paged ? DType::f8_e4m3fn : t;
+  const DType kvt = !fp8 ? t : kind == CaseKind::extend_paged ? DType::f8_e4m3fn : DType::f8_e4m3fnuz;
   if (kind == CaseKind::merge) {
     const int64_t tokens = 7;
     c.buffers.push_back(random(t, {tokens, kHq, d}, rng));            // 0 prefix
@@ -154,13 +184,13 @@ Case make_case(CaseKind kind, int dtype, int d) {
   const int64_t total_q = prefix_sums(q_lens).back();
   c.max_q = *std::max_element(q_lens.begin(), q_lens.end());
   c.max_k = *std::max_element(k_lens.begin(), k_lens.end());
-  c.buffers.push_back(random(t, {total_q, kHq, d}, rng));  // 0 q
+  c.buffers.push_back(random(qt, {total_q, kHq, d}, rng));  // 0 q
   if (paged) {
     int64_t blocks = 0;
     for (int64_t n : k_lens) blocks += (n + kBlock - 1) / kBlock;
     const int64_t max_blocks = (c.max_k + kBlock - 1) / kBlock;
-    c.buffers.push_back(random(t, {blocks + 1, kBlock, kHk, d}, rng));  // 1 k_cache (one spare block)
-    c.buffers.push_back(random(t, {blocks + 1, kBlock, kHk, d}, rng));  // 2 v_cache
+    c.buffers.push_back(random(kvt, {blocks + 1, kBlock, kHk, d}, rng));  // 1 k_cache (one spare block)
+    c.buffers.push_back(random(kvt, {blocks + 1, kBlock, kHk, d}, rng));  // 2 v_cache
     std::vector<int64_t> order(static_cast<size_t>(blocks));
     for (int64_t i = 0; i < blocks; ++i) order[static_cast<size_t>(i)] = i + 1;
     std::shuffle(order.begin(), order.end(), rng);  // blocks out of order, as a cache holds them
@@ -184,6 +214,12 @@ Case make_case(CaseKind kind, int dtype, int d) {
   c.buffers.push_back(poisoned(t, {total_q, kHq, d}));       // 7 out
   c.buffers.push_back(poisoned(DType::f32, {kHq, total_q})); // 8 lse
   c.out = 7, c.lse = 8;
+  if (fp8 && kind == CaseKind::extend_paged) {
+    c.buffers.push_back(scales({1}, rng, 0.5, 2.0));       // 9 q_descale
+    c.buffers.push_back(scales({3, kHk}, rng, 0.5, 2.0));  // 10 k_descale [batch, kv_heads]
+    c.buffers.push_back(scales({1}, rng, 0.5, 2.0));       // 11 v_descale
+    c.buffers.push_back(scales({1}, rng, 0.5, 2.0));       // 12 output_scale
+  }
   lay_out(c);
   return c;
 }
@@ -218,6 +254,7 @@ PagedArgs paged_args(const Case& c, const unsigned char* base, DeviceKind device
   a.causal = true;
   a.window = {63, 0, 0};
   a.one_query_per_sequence = c.kind == CaseKind::decode_paged;
+  if (c.buffers.size() > 12) a.q_descale = v(9), a.k_descale = v(10), a.v_descale = v(11), a.output_scale = v(12);
   return a;
 }
 
@@ -250,6 +287,8 @@ double lse_error(const Buffer& got, const Buffer& want) {
   return worst;
 }
 
-double bound_for(int dtype) { return dtype == AC_DTYPE_F32 ? 1e-4 : dtype == AC_DTYPE_F16 ? 2e-3 : 1e-2; }
+double bound_for(int dtype) {
+  return dtype == AC_DTYPE_F32 ? 1e-4 : dtype == AC_DTYPE_F16 || dtype == AC_KTYPE_F16_KV8 ? 2e-3 : 1e-2;
+}
 
 }  // namespace aiter_compat::selftest

@@ -12,6 +12,8 @@ int dtype_code(const std::string& n) {
   if (n == "f32" || n == "fp32" || n == "float32" || n == "float") return AC_DTYPE_F32;
   if (n == "f16" || n == "fp16" || n == "float16" || n == "half") return AC_DTYPE_F16;
   if (n == "bf16" || n == "bfloat16") return AC_DTYPE_BF16;
+  if (n == "f16_kv8") return AC_KTYPE_F16_KV8;    // f16 tiles over an fp8 KV cache
+  if (n == "bf16_kv8") return AC_KTYPE_BF16_KV8;
   return -1;
 }
 
@@ -21,7 +23,7 @@ Run run_on_present_gpus(bool fresh, std::optional<int> device, const std::vector
   std::vector<int> dtypes;
   for (const auto& n : dtype_names) {
     const int t = dtype_code(n);
-    if (t < 0) throw ArgumentError("dtypes", "'" + n + "'", "float32, float16 or bfloat16");
+    if (t < 0) throw ArgumentError("dtypes", "'" + n + "'", "float32, float16, bfloat16, f16_kv8 or bf16_kv8");
     dtypes.push_back(t);
   }
   for (int d : head_dims)

@@ -50,7 +50,7 @@ std::vector<OpSignature> make_signatures() {
         P("block_table", R::block_table), P("softcap", D::zero, R::softcap, k::kSoftcap),
         P("q_descale", D::none, R::q_descale), P("k_descale", D::none, R::k_descale),
         P("v_descale", D::none, R::v_descale), O("q_scales", D::none, R::descale, k::kDescale),
-        O("alibi_slopes", D::none, R::alibi, k::kAlibi), O("output_scale", D::none, R::none, k::kDescale),
+        O("alibi_slopes", D::none, R::alibi, k::kAlibi), O("output_scale", D::none, R::output_scale),
         O("qq_bias", D::none, R::bias, k::kBias), O("sinks", D::none, R::sinks),
         O("shuffled_kv_cache", D::false_, R::none, k::kShuffledCache),
         O("skip_reduce", D::false_, R::none, k::kShuffledCache)}},
@@ -62,7 +62,10 @@ std::vector<OpSignature> make_signatures() {
         P("seqused_k", R::seqused_k), O("softmax_scale", D::none, R::softmax_scale),
         O("window_size", D::window, R::window), O("sinks", D::none, R::sinks), O("out", D::none, R::out),
         O("return_lse", D::false_, R::return_lse), O("cu_seqlens_q", D::none, R::cu_seqlens_q),
-        O("softcap", D::zero, R::softcap, k::kSoftcap)}},
+        O("softcap", D::zero, R::softcap, k::kSoftcap),
+        // An fp8 cache's scales, as unified_attention takes them (vLLM's k_scale and v_scale).
+        O("q_descale", D::none, R::q_descale), O("k_descale", D::none, R::k_descale),
+        O("v_descale", D::none, R::v_descale), O("output_scale", D::none, R::output_scale)}},
       // Ours, shaped as vLLM's merge_attn_states, plus sinks: merges two partial attention states
       // (chunked prefill) and adds the sink exactly once.
       {OpId::merge_attn_states, "merge_attn_states", "", "AITer has no sink-aware merge of attention states",

@@ -58,6 +58,8 @@ DLDataType to_dlpack(DType t) {
 }
 
 bool is_float16_or_32(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+bool is_e4m3(DType t) { return t == DType::f8_e4m3fn || t == DType::f8_e4m3fnuz; }
+bool is_16bit_float(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 bool is_integer(DType t) {
   const DTypeRow* r = row_of(t);

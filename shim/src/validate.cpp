@@ -190,13 +190,39 @@ void check_descale(const char* name, const TensorView& t, int64_t batch, int64_t
         batch == 1 && hk == 1 ? "one element" : "[" + str(batch) + ", " + str(hk) + "] (batch, kv_heads) or broadcastable to it");
 }
 
+// The paged ops' dtypes: q, k_cache, v_cache and out in one float dtype; or an fp8 e4m3 cache
+// (fn or fnuz) under float16/bfloat16 queries or queries of the same fp8, out in the 16-bit
+// type (q's, where q is 16-bit) or the cache's fp8.
+void check_paged_dtypes(const PagedArgs& a) {
+  if (!is_float16_or_32(a.q.dtype) && !is_e4m3(a.q.dtype))
+    bad("q", "dtype " + dtype_name(a.q), "float16, bfloat16, float32, or float8_e4m3fn / float8_e4m3fnuz over a cache of the same");
+  const bool fp8_cache = is_e4m3(a.k_cache.dtype);
+  if (a.k_cache.dtype != a.q.dtype && !(fp8_cache && is_16bit_float(a.q.dtype)))
+    bad("k_cache", "dtype " + dtype_name(a.k_cache),
+        "q's dtype " + to_string(a.q.dtype) + (is_16bit_float(a.q.dtype) ? ", or float8_e4m3fn / float8_e4m3fnuz" : ""));
+  need_dtype("v_cache", a.v_cache, a.k_cache.dtype);
+  if (!a.out.defined()) return;
+  if (!fp8_cache) return need_dtype("out", a.out, a.q.dtype);
+  const bool ok = a.out.dtype == a.k_cache.dtype || (is_16bit_float(a.q.dtype) ? a.out.dtype == a.q.dtype : is_16bit_float(a.out.dtype));
+  if (!ok)
+    bad("out", "dtype " + dtype_name(a.out),
+        (is_16bit_float(a.q.dtype) ? "q's dtype " + to_string(a.q.dtype) : std::string("float16 or bfloat16")) + " or the cache's " +
+            to_string(a.k_cache.dtype));
+}
+
+// output_scale: one float32 element on q's device.
+void check_output_scale(const TensorView& t, const TensorView& q) {
+  if (!t.defined()) return;
+  need_dtype("output_scale", t, DType::f32);
+  need_same_device("output_scale", t, q);
+  if (t.numel() != 1) bad("output_scale", "shape " + t.shape_text(), "one element");
+}
+
 void validate_paged(const PagedArgs& a, bool read) {
   need_defined("q", a.q);
   need_defined("k_cache", a.k_cache);
   need_defined("v_cache", a.v_cache);
-  need_float("q", a.q);
-  need_dtype("k_cache", a.k_cache, a.q.dtype);
-  need_dtype("v_cache", a.v_cache, a.q.dtype);
+  check_paged_dtypes(a);
   need_ndim("q", a.q, 3, "[tokens, heads, head_dim]");
   need_ndim("k_cache", a.k_cache, 4, "[num_blocks, block_size, kv_heads, head_dim] (NHD)");
   need_ndim("v_cache", a.v_cache, 4, "[num_blocks, block_size, kv_heads, head_dim] (NHD)");
@@ -229,8 +255,8 @@ void validate_paged(const PagedArgs& a, bool read) {
   check_descale("q_descale", a.q_descale, 1, 1, a.q);
   check_descale("k_descale", a.k_descale, batch, hk, a.q);
   check_descale("v_descale", a.v_descale, batch, hk, a.q);
+  check_output_scale(a.output_scale, a.q);
   if (a.out.defined()) {
-    need_dtype("out", a.out, a.q.dtype);
     need_ndim("out", a.out, 3, "[tokens, heads, head_dim]");
     need_dim("out", a.out, 0, a.q.shape[0], "q's tokens");
     need_dim("out", a.out, 1, hq, "q's heads");
@@ -238,7 +264,8 @@ void validate_paged(const PagedArgs& a, bool read) {
     need_inner_contiguous("out", a.out);
     need_same_device("out", a.out, a.q);
     need_no_overlap("out", a.out, {{"q", &a.q}, {"k_cache", &a.k_cache}, {"v_cache", &a.v_cache},
-                                   {"block_table", &a.block_table}, {"seqused_k", &a.seqused_k}, {"sinks", &a.sinks}});
+                                   {"block_table", &a.block_table}, {"seqused_k", &a.seqused_k}, {"sinks", &a.sinks},
+                                   {"output_scale", &a.output_scale}});
   }
   check_lse(a.lse, a.q, {hq, a.q.shape[0]}, "[heads, tokens]");
   if (!read || !host_readable(a.seqused_k) || !host_readable(a.block_table) || !host_readable(a.cu_seqlens_q)) return;

@@ -88,13 +88,14 @@ std::map<std::string, int> count_mfma(const std::string& text) {
   return counts;
 }
 
-// "ac_tiled_rows_paged_bf16_d64" -> (tiled_rows, 64); false for the other kernels.
+// "ac_tiled_rows_paged_bf16_d64" -> (tiled_rows, 64), the fp8-KV ones ("..._bf16_kv8_d64") too;
+// false for the other kernels.
 bool tiled_kernel(const std::string& name, gpu::KernelId* id, int* head_dim) {
-  static const std::regex re(R"(^ac_tiled_(rows|keys|wgmma)(_paged)?_(bf16|f16)_d([0-9]+)$)");
+  static const std::regex re(R"(^ac_tiled_(rows|keys|wgmma)(_paged)?_(bf16|f16)(_kv8)?_d([0-9]+)$)");
   std::smatch m;
   if (!std::regex_match(name, m, re)) return false;
   *id = m[1] == "rows" ? gpu::KernelId::tiled_rows : m[1] == "keys" ? gpu::KernelId::tiled_keys : gpu::KernelId::tiled_wgmma;
-  *head_dim = std::stoi(m[4]);
+  *head_dim = std::stoi(m[5]);
   return true;
 }
 
@@ -207,6 +208,9 @@ TEST(AmdCodeObjects, ReadsMetadataAndDisassembly) {
   ASSERT_TRUE(tiled_kernel("ac_tiled_keys_paged_f16_d128", &id, &d));
   EXPECT_EQ(id, gpu::KernelId::tiled_keys);
   EXPECT_EQ(d, 128);
+  ASSERT_TRUE(tiled_kernel("ac_tiled_rows_paged_bf16_kv8_d64", &id, &d));
+  EXPECT_EQ(id, gpu::KernelId::tiled_rows);
+  EXPECT_EQ(d, 64);
   EXPECT_FALSE(tiled_kernel("ac_attention_bf16", &id, &d));
 }
 

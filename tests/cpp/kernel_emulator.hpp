@@ -20,7 +20,15 @@ inline DType emulated_dtype(const std::string& name) {
   return DType::f32;
 }
 
-inline DType code_dtype(int t) { return t == AC_DTYPE_F32 ? DType::f32 : t == AC_DTYPE_F16 ? DType::f16 : DType::bf16; }
+inline DType code_dtype(int t) {
+  switch (t) {
+    case AC_DTYPE_F32: return DType::f32;
+    case AC_DTYPE_F16: return DType::f16;
+    case AC_DTYPE_E4M3FN: return DType::f8_e4m3fn;
+    case AC_DTYPE_E4M3FNUZ: return DType::f8_e4m3fnuz;
+    default: return DType::bf16;
+  }
+}
 
 inline TensorView emulated_view(const void* data, DType t, std::vector<int64_t> shape, std::vector<int64_t> strides) {
   TensorView v;
@@ -33,11 +41,13 @@ inline TensorView emulated_view(const void* data, DType t, std::vector<int64_t> 
   return v;
 }
 
-inline void emulate_attention(const ac_attention_params& p, DType t) {
+// The launch's storage types are its parameters' (q_type, kv_type, out_type), as the kernels read them.
+inline void emulate_attention(const ac_attention_params& p) {
+  const DType qt = code_dtype(p.q_type), t = code_dtype(p.kv_type), ot = code_dtype(p.out_type);
   const TensorView sinks = p.sinks ? emulated_view(p.sinks, code_dtype(p.sink_type), {p.hq}, {p.sink_stride}) : TensorView{};
-  const TensorView out = emulated_view(p.out, t, {p.total_q, p.hq, p.head_dim_v}, {p.out_tok, p.out_head, 1});
+  const TensorView out = emulated_view(p.out, ot, {p.total_q, p.hq, p.head_dim_v}, {p.out_tok, p.out_head, 1});
   const TensorView lse = p.lse ? emulated_view(p.lse, DType::f32, {p.hq, p.total_q}, {p.lse_head, p.lse_tok}) : TensorView{};
-  const TensorView q = emulated_view(p.q, t, {p.total_q, p.hq, p.head_dim}, {p.q_tok, p.q_head, 1});
+  const TensorView q = emulated_view(p.q, qt, {p.total_q, p.hq, p.head_dim}, {p.q_tok, p.q_head, 1});
   Window w{p.window_left, p.window_right, 0};
   if (!p.paged) {
     VarlenArgs a;
@@ -66,6 +76,10 @@ inline void emulate_attention(const ac_attention_params& p, DType t) {
     a.one_query_per_sequence = true;
   }
   a.softmax_scale = p.scale, a.causal = p.causal, a.window = w;
+  if (p.q_descale) a.q_descale = emulated_view(p.q_descale, DType::f32, {1}, {1});
+  if (p.k_descale) a.k_descale = emulated_view(p.k_descale, DType::f32, {p.batch, p.hk}, {p.kd_seq, p.kd_head});
+  if (p.v_descale) a.v_descale = emulated_view(p.v_descale, DType::f32, {p.batch, p.hk}, {p.vd_seq, p.vd_head});
+  if (p.out_scale) a.output_scale = emulated_view(p.out_scale, DType::f32, {1}, {1});
   cpu::paged_attention(a);
 }
 
@@ -87,9 +101,9 @@ inline void emulate_kernel(const char* fn, const void* params) {
   const DType t = emulated_dtype(name);
   if (name.rfind("ac_merge_states_", 0) == 0) return emulate_merge_states(*static_cast<const ac_merge_params*>(params), t);
   const auto& p = *static_cast<const ac_attention_params*>(params);
-  if (name.rfind("ac_merge_", 0) == 0) return emulate_attention(p, t);  // the split merge: the whole call
-  if (p.num_splits > 1) return;                                          // its merge follows
-  emulate_attention(p, t);
+  if (name.rfind("ac_merge_", 0) == 0) return emulate_attention(p);  // the split merge: the whole call
+  if (p.num_splits > 1) return;                                       // its merge follows
+  emulate_attention(p);
 }
 
 }  // namespace aiter_compat::testing_support

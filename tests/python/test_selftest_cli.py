@@ -30,7 +30,7 @@ def test_selftest_refuses_an_unknown_dtype_naming_it(cli):
     proc = cli.run("selftest", "--dtype", "f8")
     # Read before the GPU is looked for: the same answer with a GPU and without.
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "dtypes: found 'f8', needed float32, float16 or bfloat16" in proc.stderr
+    assert "dtypes: found 'f8', needed float32, float16, bfloat16, f16_kv8 or bf16_kv8" in proc.stderr
 
 
 def test_selftest_help_names_exit_code_5(cli):

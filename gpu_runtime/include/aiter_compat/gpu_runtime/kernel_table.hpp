@@ -77,7 +77,8 @@ const KernelRow& kernel_row(KernelId id);
 // The tiled kernels' shapes on an arch: rows (prefill, extend), keys (decode), wgmma (rows on
 // Hopper's warpgroup MMA, sm_90 only); gfx* archs take the MFMA shapes (64-lane waves), others
 // the mma.sync ones. The one spelling of their names, the same on every arch:
-// ac_tiled_{rows,keys,wgmma}[_paged]_{bf16,f16}_d{64,128}.
+// ac_tiled_{rows,keys,wgmma}[_paged]_{bf16,f16}_d{64,128}, and over fp8 caches
+// ac_tiled_{rows,keys,wgmma}_paged_{bf16,f16}_kv8_d{64,128}.
 bool is_amd_arch(const std::string& arch);
 // Why a row is off on an arch by the user's choice, or "": AITER_COMPAT_AMD_DIRECT=1 keeps AMD
 // GPUs on the direct-load kernels (decode, generic). The MFMA tiled kernels were checked by
@@ -87,7 +88,8 @@ bool is_amd_arch(const std::string& arch);
 std::string switched_off(KernelId id, const std::string& arch);
 ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch);
 std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim);
-const char* dtype_suffix(int dtype);  // "f32", "f16", "bf16"
+const char* dtype_suffix(int dtype);  // "f32", "f16", "bf16", "f16_kv8", "bf16_kv8"
+bool kv8_type(int ktype);             // a family type over an fp8 KV cache (AC_KTYPE_*_KV8)
 
 // Whether a row can launch these parameters (element type `dtype`); tiled and decode rows need
 // 16-byte rows and a grid that fits; the generic row takes any call routing accepted.

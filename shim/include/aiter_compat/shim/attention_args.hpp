@@ -30,6 +30,8 @@ struct VarlenArgs {
 
 // Paged attention over vLLM's NHD cache (unified_attention and the paged decode entry point):
 // q [total_q, Hq, D], k_cache [num_blocks, block_size, Hk, D], v_cache [.., Hk, Dv],
+// in one float dtype, or an fp8 e4m3 cache (fn or fnuz) under float16/bfloat16 or the same fp8
+// queries, out then in the 16-bit type (q's when q has one) or the cache's fp8;
 // cu_seqlens_q int32 [B+1], seqused_k int32 [B] (context length including the new tokens),
 // block_table int32 [B, max_blocks]; out [total_q, Hq, Dv]; lse fp32 [Hq, total_q].
 // Element strides of a descale over (sequence, kv head), 0 where it broadcasts (validated shapes:
@@ -55,6 +57,8 @@ struct PagedArgs {
   // unified_attention's descales (fp32; null for 1): scores times q_descale k_descale[b, kh],
   // outputs times v_descale[b, kh]; q_descale one element, k/v [batch, Hk] or broadcast to it.
   TensorView q_descale, k_descale, v_descale;
+  // AITer's output_scale (fp32, one element): outputs divided by it (an fp8 out then saturated).
+  TensorView output_scale;
   bool has_alibi = false, has_q_descale = false;
   // Decode without cu_seqlens_q: query token t is sequence t. cu_seqlens_q then holds a host
   // arange for the CPU kernel; the GPU kernels ignore it.

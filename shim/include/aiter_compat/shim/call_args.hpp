@@ -53,10 +53,10 @@ class CallArgs {
   // For the fallback routes. view(): the tensor exported (kept alive by the front for the call);
   // an undefined view for None. output(): where an output with no parameter of its own goes
   // (out when the call gave none, the LSE): the caller's buffer where its front has one (the C
-  // API's lse), else a new tensor like parameter `like` (its framework, device, and its dtype or
-  // float32), which the front returns to its caller.
+  // API's lse), else a new tensor like parameter `like` (its framework, device, and `dtype`, or
+  // like's own for DType::unsupported), which the front returns to its caller.
   virtual TensorView view(int i) = 0;
-  virtual TensorView output(int like, const std::vector<int64_t>& shape, bool float32, Role role) = 0;
+  virtual TensorView output(int like, const std::vector<int64_t>& shape, DType dtype, Role role) = 0;
   // The stream the caller's framework would run on now, on the tensors' device (null for CPU).
   virtual void* stream(int like, const TensorView& view) = 0;
   // Runs `work` (a kernel launch or the CPU kernels) letting other threads go on: the Python

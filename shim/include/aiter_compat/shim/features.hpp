@@ -15,7 +15,9 @@ namespace aiter_compat {
 
 struct CallFeatures {
   OpId op = OpId::flash_attn_varlen_func;
-  DType dtype = DType::unsupported;
+  DType dtype = DType::unsupported;      // q's
+  DType kv_dtype = DType::unsupported;   // k's and v's (q's, or an fp8 cache under 16-bit queries)
+  DType out_dtype = DType::unsupported;  // out's when the call gives one (unsupported: none given)
   DeviceKind device = DeviceKind::cpu;
   int16_t device_id = 0;
   int32_t head_dim_qk = 0, head_dim_v = 0;
@@ -40,6 +42,11 @@ struct CallFeatures {
 struct CallFeaturesHash {
   size_t operator()(const CallFeatures& f) const;
 };
+
+// The kernel family type (AC_DTYPE_* or AC_KTYPE_*_KV8; -1 for none) of a call with these dtypes:
+// an fp8 KV cache is read into tiles of q's 16-bit type, or (fp8 queries) of out's, else bf16.
+int family_type(DType q, DType kv, DType out);
+int family_type(const CallFeatures& f);
 
 // The features of a call. Throws ArgumentError when a tensor's metadata is unusable (not a
 // tensor, too few dimensions, mismatched dtypes or devices, a bad head grouping or window).

@@ -22,12 +22,15 @@ struct Buffer {
 
 enum class CaseKind { prefill_varlen, decode_varlen, extend_paged, decode_paged, merge };
 std::string to_string(CaseKind k);
+// The attention cases of a family type: all four, or the paged two for an fp8 KV cache.
+std::vector<CaseKind> case_kinds(int dtype);
 
 struct Case {
   CaseKind kind = CaseKind::prefill_varlen;
-  int dtype = 0, head_dim = 0;  // AC_DTYPE_*
+  int dtype = 0, head_dim = 0;  // AC_DTYPE_* or AC_KTYPE_*_KV8
   // q, k, v (or the paged caches), cu_seqlens_q, cu_seqlens_k or seqused_k, block_table, sinks,
-  // out, lse; for the merge: prefix, suffix, their LSEs, sinks, output, output_lse.
+  // out, lse (and, for the fp8 extend, q_descale, k_descale, v_descale, output_scale); for the
+// merge: prefix, suffix, their LSEs, sinks, output, output_lse.
   std::vector<Buffer> buffers;
   int64_t max_q = 0, max_k = 0;
   size_t staging_bytes = 0;

@@ -35,7 +35,8 @@ enum class Role : uint8_t {
   none,  // read by no fallback (speed hints, AITer-only switches)
   q, k, v, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, block_table, sinks,
   softmax_scale, causal, window, softcap, dropout, bias, alibi, return_lse, return_attn_probs, descale,
-  q_descale, k_descale, v_descale,  // unified_attention's descales, applied by the fallbacks to 16-bit caches
+  q_descale, k_descale, v_descale,  // unified_attention's descales (scores and outputs scaled by them)
+  output_scale,                     // outputs divided by it (fp8 outputs: then saturated)
   output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse,
   count_
 };

@@ -29,6 +29,8 @@ DeviceKind device_kind_of(const DLDevice& d);
 size_t element_size(DType t);
 bool is_float16_or_32(DType t);  // float32, float16 or bfloat16: what attention computes in
 bool is_integer(DType t);        // the integer types and bool
+bool is_e4m3(DType t);           // float8_e4m3fn or float8_e4m3fnuz: what fp8 KV caches hold
+bool is_16bit_float(DType t);    // float16 or bfloat16
 
 struct TensorView {
   void* data = nullptr;

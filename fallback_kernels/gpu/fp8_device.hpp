@@ -1,0 +1,88 @@
+// fp8 e4m3 in the GPU kernels: codes to exact f16, bf16 or f32 values four at a time, one code
+// to a float, and floats to codes. The arithmetic is fp8_convert.hpp's (checked on the host for
+// every code of both formats); NVIDIA's conversion instruction (sm_89 and later, e4m3fn only)
+// stands in for it where it computes the same values.
+#pragma once
+
+#include "fp8_convert.hpp"
+#include "kernel_params.h"
+#include "portability.hpp"
+
+namespace {
+
+AC_DEVICE bool ac_is_fnuz(int32_t type) { return type == AC_DTYPE_E4M3FNUZ; }
+
+// Two f16 times two f16, rounded (exact here: one factor is a power of two and the products are
+// representable); f16 subnormal inputs are kept, as both vendors' f16 arithmetic does by default.
+AC_DEVICE uint32_t ac_f16x2_mul(uint32_t a, uint32_t b) {
+#if defined(AC_NVIDIA)
+  uint32_t d;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  typedef _Float16 h2 __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(uint32_t, __builtin_bit_cast(h2, a) * __builtin_bit_cast(h2, b));
+#endif
+}
+
+// Codes 2i and 2i + 1 (bits 16i..16i+15 of x) as an exact f16 pair.
+AC_DEVICE uint32_t ac_e4m3x2_to_f16x2(uint32_t two, bool fnuz) {
+#if defined(AC_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if (!fnuz) {
+    uint32_t d;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(d) : "h"(static_cast<uint16_t>(two & 0xffffu)));
+    return d;
+  }
+#endif
+  return ac_f16x2_mul(ac_fp8::scaled_f16x2(ac_fp8::spread(two), fnuz), ac_fp8::unscale_f16x2(fnuz));
+}
+
+// An f16 pair as a bf16 pair: through f32 (exact), whose high halves are the bf16 values (exact
+// for e4m3's values, which have at most four significant bits; NaN stays NaN).
+AC_DEVICE uint32_t ac_f16x2_to_bf16x2(uint32_t h) {
+  const uint32_t lo = ac_float_to_bits(ac_half_to_float(static_cast<uint16_t>(h & 0xffffu)));
+  const uint32_t hi = ac_float_to_bits(ac_half_to_float(static_cast<uint16_t>(h >> 16)));
+  return (lo >> 16) | (hi & 0xffff0000u);
+}
+
+// Four codes (the bytes of x, code 0 lowest) as four 16-bit values of the tile type T: codes 0, 1
+// in the first word, 2, 3 in the second.
+template <typename T> struct E4m3Tiles;
+template <> struct E4m3Tiles<F16> {
+  AC_DEVICE void convert(uint32_t x, bool fnuz, uint32_t& w0, uint32_t& w1) {
+    w0 = ac_e4m3x2_to_f16x2(x, fnuz);
+    w1 = ac_e4m3x2_to_f16x2(x >> 16, fnuz);
+  }
+};
+template <> struct E4m3Tiles<BF16> {
+  AC_DEVICE void convert(uint32_t x, bool fnuz, uint32_t& w0, uint32_t& w1) {
+    w0 = ac_f16x2_to_bf16x2(ac_e4m3x2_to_f16x2(x, fnuz));
+    w1 = ac_f16x2_to_bf16x2(ac_e4m3x2_to_f16x2(x >> 16, fnuz));
+  }
+};
+template <typename T>
+AC_DEVICE void ac_e4m3x4_to_16bit(uint32_t x, bool fnuz, uint32_t& w0, uint32_t& w1) {
+  E4m3Tiles<T>{}.convert(x, fnuz, w0, w1);
+}
+
+// Four codes as four floats, exactly.
+AC_DEVICE void ac_e4m3x4_to_f32(uint32_t x, bool fnuz, float* out) {
+  const uint32_t a = ac_e4m3x2_to_f16x2(x, fnuz), b = ac_e4m3x2_to_f16x2(x >> 16, fnuz);
+  out[0] = ac_half_to_float(static_cast<uint16_t>(a & 0xffffu));
+  out[1] = ac_half_to_float(static_cast<uint16_t>(a >> 16));
+  out[2] = ac_half_to_float(static_cast<uint16_t>(b & 0xffffu));
+  out[3] = ac_half_to_float(static_cast<uint16_t>(b >> 16));
+}
+
+// One code as a float, exactly.
+AC_DEVICE float ac_e4m3_to_float(uint8_t code, bool fnuz) {
+  return ac_half_to_float(static_cast<uint16_t>(ac_e4m3x2_to_f16x2(code, fnuz) & 0xffffu));
+}
+
+// Four floats to four codes in a word (code 0 lowest), to nearest, saturating.
+AC_DEVICE uint32_t ac_f32x4_to_e4m3(float a, float b, float c, float d, bool fnuz) {
+  return ac_fp8::from_float(a, fnuz) | ac_fp8::from_float(b, fnuz) << 8 | ac_fp8::from_float(c, fnuz) << 16 |
+         ac_fp8::from_float(d, fnuz) << 24;
+}
+
+}  // namespace
