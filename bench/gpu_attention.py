@@ -24,7 +24,7 @@ import torch  # noqa: F401 (the GPU; aiter_compat.bench imports it too)
 from aiter_compat.bench import (  # noqa: F401 (the shared cases and timing helpers)
     L2_BYTES, back_to_back, copy_bandwidth, decode_case, decode_name, decode_shapes, event_time, graph_replay,
     matmul_rate, prefill_case, prefill_name, prefill_shapes, ratio, sdpa_decode, sdpa_prefill, timed, timed_graphs,
-    timed_pair, DECODE_WINDOWS, PREFILL_DIMS, PREFILL_WINDOWS)
+    timed_pair, DECODE_WINDOWS, FP8_DECODE_WINDOWS, PREFILL_DIMS, PREFILL_WINDOWS)
 
 
 def main():
@@ -57,6 +57,23 @@ def main():
                 for name, be in peers:
                     row[f"{name}_us"] = sdpa_decode(batch, ctx, be) * 1e6
                     row[f"{name}/ours"] = ratio(row[f"{name}_us"], row["us"])
+            rows.append(row)
+    # Decode over an fp8 cache: half the bytes of the same shape in bf16; the peers are the bf16
+    # ones on that shape (torch's SDPA takes no fp8 cache under bf16 queries).
+    for batch, ctx in shapes:
+        for window in FP8_DECODE_WINDOWS:
+            name = decode_name(batch, ctx, window, "fp8")
+            if not wanted(name):
+                continue
+            t, t_off, moved, host, t_idle, sink_cost = decode_case(batch, ctx, window, kv="fp8")
+            row = {"case": name,
+                   "us": t * 1e6, "TB/s": moved / t / 1e12, "pct_ceiling": 100 * moved / t / bw,
+                   "sinks_off_us": t_off * 1e6, "sinks_cost_pct": 100 * sink_cost,
+                   "sinks_cost_pct_medians": 100 * (t / t_off - 1),
+                   "eager_call_us": host * 1e6, "idle_launch_us": t_idle * 1e6}
+            for peer, be in peers:
+                row[f"{peer}_us"] = sdpa_decode(batch, ctx, be) * 1e6
+                row[f"{peer}/ours"] = ratio(row[f"{peer}_us"], row["us"])
             rows.append(row)
     prefill = prefill_shapes(args.quick)
     for d in PREFILL_DIMS:

@@ -89,6 +89,8 @@ void attend_sequence(const Common& c, const Sequence& s) {
         m = std::max(m, sc);
       }
       std::fill(acc.begin(), acc.end(), 0.0);
+      // A NaN score (a NaN among the keys) is not the max (comparisons skip it) and makes the
+      // denominator NaN: the row's output is NaN, as the GPU kernels and AITer's give it.
       double denom = std::isinf(sink) && sink < 0 ? 0.0 : std::exp(sink - m);
       for (int64_t j = lo; j < hi; ++j) {
         double w = std::exp(scores[j] - m);
@@ -98,9 +100,9 @@ void attend_sequence(const Common& c, const Sequence& s) {
       }
       const int64_t oo = s.out_rows[i] + h * c.out_head_stride;
       for (int64_t e = 0; e < dv; ++e)
-        store(c.out->dtype, c.out->data, oo + e, denom > 0 ? acc[e] * vd / denom / c.out_divisor : 0.0);
+        store(c.out->dtype, c.out->data, oo + e, !(denom <= 0) ? acc[e] * vd / denom / c.out_divisor : 0.0);
       if (c.lse->defined()) {
-        double lse = denom > 0 ? m + std::log(denom) : -std::numeric_limits<double>::infinity();
+        double lse = !(denom <= 0) ? m + std::log(denom) : -std::numeric_limits<double>::infinity();
         static_cast<float*>(c.lse->data)[s.lse_rows[i] + h * c.lse_head_stride] = static_cast<float>(lse);
       }
     }

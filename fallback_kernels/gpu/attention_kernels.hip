@@ -114,8 +114,8 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
     const float m = m_s[g] > sink ? m_s[g] : sink;
     const float scale_old = m == -AC_INFINITY ? 0.f : ac_exp(m_s[g] - m);
     const float l = l_s[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - m));
-    io.out(p, token * p.out_tok + h * p.out_head + c, l > 0.f ? acc[k] * v_scale * scale_old / l : 0.f);
-    if (c == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = l > 0.f ? m + ac_log(l) : -AC_INFINITY;
+    io.out(p, token * p.out_tok + h * p.out_head + c, ac_weighted(l) ? acc[k] * v_scale * scale_old / l : 0.f);
+    if (c == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = ac_weighted(l) ? m + ac_log(l) : -AC_INFINITY;
   }
   if (p.num_splits > 1 && tid < group) {
     float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + token) * p.hq + kh * group + tid) * 2;
@@ -171,9 +171,9 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
 #pragma unroll
     for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
       const int sp = tid + i * AC_WARP_SIZE;
-      if (sp < splits) weight_s[sp] = l > 0.f ? ms[i] / l : 0.f;
+      if (sp < splits) weight_s[sp] = ac_weighted(l) ? ms[i] / l : 0.f;
     }
-    if (tid == 0) lse_s = l > 0.f ? m + ac_log(l) : -AC_INFINITY;
+    if (tid == 0) lse_s = ac_weighted(l) ? m + ac_log(l) : -AC_INFINITY;
   }
   ac_sync();
   const int dv = p.head_dim_v;
@@ -463,10 +463,10 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
     const float mm = m_blk[g] > sink ? m_blk[g] : sink;
     const float scale_old = mm == -AC_INFINITY ? 0.f : ac_exp(m_blk[g] - mm);
     const float ll = l_blk[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - mm));
-    const float o = ll > 0.f ? acc_blk[x] * ac_out_factor(p, b, kh) * scale_old / ll : 0.f;
+    const float o = ac_weighted(ll) ? acc_blk[x] * ac_out_factor(p, b, kh) * scale_old / ll : 0.f;
     if constexpr (kKv8) ac_store_as(p.out_type, p.out, b * p.out_tok + h * p.out_head + c, o);
     else e.store(p.out, b * p.out_tok + h * p.out_head + c, o);
-    if (c == 0 && p.lse) p.lse[h * p.lse_head + b * p.lse_tok] = ll > 0.f ? mm + ac_log(ll) : -AC_INFINITY;
+    if (c == 0 && p.lse) p.lse[h * p.lse_head + b * p.lse_tok] = ac_weighted(ll) ? mm + ac_log(ll) : -AC_INFINITY;
   }
 }
 
@@ -487,7 +487,7 @@ AC_DEVICE void merge_states_block(const ac_merge_params& p) {
     if (ls != -AC_INFINITY) z += ac_exp(ls - m);
     if (sink != -AC_INFINITY) z += ac_exp(sink - m);
   }
-  const float lse = z > 0.f ? m + ac_log(z) : -AC_INFINITY;
+  const float lse = ac_weighted(z) ? m + ac_log(z) : -AC_INFINITY;
   const float wp = (z > 0.f && lp != -AC_INFINITY) ? ac_exp(lp - lse) : 0.f;
   const float ws = (z > 0.f && ls != -AC_INFINITY) ? ac_exp(ls - lse) : 0.f;
   for (int c = ac_thread_x(); c < p.dim; c += AC_THREADS) {

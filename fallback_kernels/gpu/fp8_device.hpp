@@ -65,6 +65,51 @@ AC_DEVICE void ac_e4m3x4_to_16bit(uint32_t x, bool fnuz, uint32_t& w0, uint32_t&
   E4m3Tiles<T>{}.convert(x, fnuz, w0, w1);
 }
 
+// Two floats as an f16 pair, rounded to nearest even.
+AC_DEVICE uint32_t ac_f32x2_to_f16x2(float lo, float hi) {
+#if defined(AC_NVIDIA)
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return static_cast<uint32_t>(__builtin_bit_cast(uint16_t, static_cast<_Float16>(lo))) |
+         static_cast<uint32_t>(__builtin_bit_cast(uint16_t, static_cast<_Float16>(hi))) << 16;
+#endif
+}
+
+// Two floats as a bf16 pair, rounded to nearest even.
+AC_DEVICE uint32_t ac_f32x2_to_bf16x2(float lo, float hi) {
+#if defined(AC_NVIDIA)
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return static_cast<uint32_t>(ac_float_to_bf16(lo)) | static_cast<uint32_t>(ac_float_to_bf16(hi)) << 16;
+#endif
+}
+
+// Decode tiles over an fp8 cache are f16 whatever the queries' 16-bit type: the cache's codes
+// become f16 in one instruction per pair (NVIDIA) where bf16 would take three more, and decode
+// is bound by that arithmetic once the bytes are halved. bf16 queries become f16 once per block
+// (exact for the values f16 holds, |q| from 2^-14 to 65504; below, an error under 2^-24), divided
+// by a power of two where the block's largest would not fit: q_unscale() of the block's largest
+// magnitude is that power (1 for any realistic query); the scores are multiplied back by it.
+AC_DEVICE float ac_q_unscale(float max_abs) {
+  const uint32_t bits = ac_float_to_bits(max_abs);
+  const int e = static_cast<int>((bits >> 23) & 0xffu) - 127;  // floor(log2(max_abs)); 128: inf or NaN
+  if (e < 15 || e >= 128) return 1.f;
+  return ac_bits_to_float(static_cast<uint32_t>(e - 14 + 127) << 23);  // 2^(e - 14): the largest below 2^15
+}
+// A bf16 pair as an f16 pair, divided by `unscale` (a power of two).
+AC_DEVICE uint32_t ac_bf16x2_to_f16x2(uint32_t w, float inv_unscale) {
+  return ac_f32x2_to_f16x2(ac_bf16_to_float(static_cast<uint16_t>(w & 0xffffu)) * inv_unscale,
+                           ac_bf16_to_float(static_cast<uint16_t>(w >> 16)) * inv_unscale);
+}
+// The largest magnitude of a bf16 pair (NaN-free: a NaN query gives NaN scores anyway).
+AC_DEVICE float ac_bf16x2_max_abs(uint32_t w) {
+  return fmaxf(ac_bits_to_float((w << 16) & 0x7fffffffu), ac_bits_to_float(w & 0x7fff0000u));
+}
+
 // Four codes as four floats, exactly.
 AC_DEVICE void ac_e4m3x4_to_f32(uint32_t x, bool fnuz, float* out) {
   const uint32_t a = ac_e4m3x2_to_f16x2(x, fnuz), b = ac_e4m3x2_to_f16x2(x >> 16, fnuz);

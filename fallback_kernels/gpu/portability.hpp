@@ -78,9 +78,15 @@ AC_DEVICE void ac_shared_add(float* p, float v) { atomicAdd(p, v); }
 
 #define AC_INFINITY __builtin_huge_valf()
 
+// Whether a row's softmax denominator has weight: positive, or NaN (a NaN among its keys or
+// values, which must reach the output as NaN, as in AITer's kernels, not become a zero row).
+AC_DEVICE bool ac_weighted(float l) { return !(l <= 0.f); }
+
 // Element types by tag (the kernels handle 16-bit floats by their bits).
 struct F16 {};
 struct BF16 {};
+template <typename A, typename B> struct ac_same { static constexpr bool value = false; };
+template <typename A> struct ac_same<A, A> { static constexpr bool value = true; };
 
 struct alignas(16) ac_u32x4 {
   uint32_t x, y, z, w;

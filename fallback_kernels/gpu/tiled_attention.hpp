@@ -29,10 +29,17 @@
 #if AC_HAS_MATRIX_OPS
 namespace {
 
-// kKv8: the KV cache (and q, and out, as the call says) in fp8, the tiles in T.
+// The tiles' element type: T, except the decode ("keys") tiles over an fp8 cache, which are f16
+// whatever T is (fp8_device.hpp, ac_q_unscale, says why).
+template <typename T, bool kF16> struct TileType { using type = T; };
+template <typename T> struct TileType<T, true> { using type = F16; };
+
+// kKv8: the KV cache (and q, and out, as the call says) in fp8, the tiles in T (or f16, above);
+// T is the family's type: q's when q is 16-bit, and out's when out is.
 template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 struct TiledAttention : TileContext {
-  using A = ArchTiles<T, S, kPaged, kKv8>;
+  using Tile = typename TileType<T, (kKv8 && S.warps_n > 1 && S.m_tiles == 1)>::type;
+  using A = ArchTiles<Tile, S, kPaged, kKv8>;
   static constexpr int D = S.head_dim;
   static constexpr int kThreads = S.threads();
   static constexpr int kBlockM = S.block_m();
@@ -125,19 +132,24 @@ struct TiledAttention : TileContext {
     for (int e = 0; e < A::kOutElems; ++e) tiles.at(o, e) = 0.f;
     // With a soft cap the scores are capped and scaled (to base 2) in place, below.
 
-    const float scale2 = p.softcap > 0.f ? 1.f : qk_scale * kLog2e;
+    // The scores' scale: the softmax scale and descales, times what the tiles divided q by.
+    float qk = qk_scale;
+    float scale2 = p.softcap > 0.f ? 1.f : qk * kLog2e;
     tiles.begin(warp_m, warp_n, lane);
 
     for (int32_t it = 0; it < n_tiles; ++it) {
       tiles.ready(*this, tid, it);
-      if (it == 0) tiles.q_landed();
+      if (it == 0) {
+        const float unscale = tiles.q_landed(*this);
+        if (unscale != 1.f) qk *= unscale, scale2 = p.softcap > 0.f ? 1.f : qk * kLog2e;
+      }
       tiles.issue_next(*this, tid, it, n_tiles);
       const int32_t j0 = k_begin + it * S.block_n;
 
       typename A::Scores sc;
       tiles.scores(sc, it, lane);
       if (p.softcap > 0.f) {
-        const float inv = qk_scale / p.softcap, cap2 = p.softcap * kLog2e;
+        const float inv = qk / p.softcap, cap2 = p.softcap * kLog2e;
 #pragma unroll
         for (int e = 0; e < A::kScoreElems; ++e) tiles.at(sc, e) = cap2 * ac_softcap(tiles.at(sc, e) * inv, 1.f);
       }
@@ -248,16 +260,24 @@ struct TiledAttention : TileContext {
       const float mf = fmaxf(mx, sink);
       const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(mx - mf);
       const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
-      const float inv = lf > 0.f ? keep * v_scale / lf : 0.f;
+      const float inv = ac_weighted(lf) ? keep * v_scale / lf : 0.f;
       if constexpr (kKv8) {
         if (p.out_type == AC_DTYPE_E4M3FN || p.out_type == AC_DTYPE_E4M3FNUZ) {  // 8 codes, 8 bytes
           const bool fnuz = ac_is_fnuz(p.out_type);
           const ac_u32x2 codes{ac_f32x4_to_e4m3(acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv, fnuz),
                                ac_f32x4_to_e4m3(acc[4] * inv, acc[5] * inv, acc[6] * inv, acc[7] * inv, fnuz)};
           *reinterpret_cast<ac_u32x2*>(static_cast<uint8_t*>(p.out) + token * p.out_tok + h * p.out_head + c * 8) = codes;
-          if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = lf > 0.f ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
+          if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = ac_weighted(lf) ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
           continue;
         }
+        // A 16-bit out in its own type (the tiles may be f16 under a bf16 out).
+        const bool bf16 = p.out_type == AC_DTYPE_BF16;
+        auto pk = [&](float lo, float hi) { return bf16 ? ac_f32x2_to_bf16x2(lo, hi) : ac_f32x2_to_f16x2(lo, hi); };
+        const ac_u32x4 out{pk(acc[0] * inv, acc[1] * inv), pk(acc[2] * inv, acc[3] * inv), pk(acc[4] * inv, acc[5] * inv),
+                           pk(acc[6] * inv, acc[7] * inv)};
+        *reinterpret_cast<ac_u32x4*>(static_cast<uint16_t*>(p.out) + token * p.out_tok + h * p.out_head + c * 8) = out;
+        if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = ac_weighted(lf) ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
+        continue;
       }
       ac_u32x4 packed;
       packed.x = tiles.pack(acc[0] * inv, acc[1] * inv);
@@ -265,7 +285,7 @@ struct TiledAttention : TileContext {
       packed.z = tiles.pack(acc[4] * inv, acc[5] * inv);
       packed.w = tiles.pack(acc[6] * inv, acc[7] * inv);
       *reinterpret_cast<ac_u32x4*>(static_cast<uint16_t*>(p.out) + token * p.out_tok + h * p.out_head + c * 8) = packed;
-      if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = lf > 0.f ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
+      if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = ac_weighted(lf) ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
     }
   }
 };

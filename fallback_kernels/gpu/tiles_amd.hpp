@@ -87,6 +87,7 @@ struct AmdTiles {
   using KvElem = typename KvStorage<kKv8>::type;
 
   ac_frag16x4 q[kKSteps];        // Q^T: this lane's query, 4 dims per MFMA step
+  float q_unscale = 1.f;         // what Q was divided by (bf16 queries into f16 tiles), else 1
   Chunk kr[kLoads], vr[kLoads];  // the next tile's K and V chunks, on their way to LDS
   bool row_ok[kLoads];
 
@@ -118,6 +119,21 @@ struct AmdTiles {
 #pragma unroll
     for (int s = 0; s < kKSteps; ++s)
       q[s] = ok ? *reinterpret_cast<const ac_frag16x4*>(base + Map::q_dim(s, lane, 0)) : ac_frag16x4{0, 0};
+    if constexpr (kKv8 && ac_same<T, F16>::value && S.warps_n > 1) {
+      // bf16 queries into the decode tiles' f16 (fp8_device.hpp, ac_q_unscale): each wave holds
+      // the block's whole Q, so a wave-wide maximum is the block's.
+      if (c.p.q_type == AC_DTYPE_BF16) {
+        float mx = 0.f;
+#pragma unroll
+        for (int s = 0; s < kKSteps; ++s) mx = fmaxf(mx, fmaxf(ac_bf16x2_max_abs(q[s].lo), ac_bf16x2_max_abs(q[s].hi)));
+#pragma unroll
+        for (int m = 1; m < kLanes; m *= 2) mx = fmaxf(mx, ac_shfl_xor(mx, m));
+        q_unscale = ac_q_unscale(mx);
+        const float inv = 1.f / q_unscale;
+#pragma unroll
+        for (int s = 0; s < kKSteps; ++s) q[s] = ac_frag16x4{ac_bf16x2_to_f16x2(q[s].lo, inv), ac_bf16x2_to_f16x2(q[s].hi, inv)};
+      }
+    }
   }
 
   // Keys [j0, j0 + block_n) of K and V into registers, 16 bytes per chunk; rows past k_end or on
@@ -183,7 +199,7 @@ struct AmdTiles {
   AC_MEMBER void ready(const TileContext&, int, int32_t) { ac_sync(); }
   AC_MEMBER bool pages_masked(int32_t) const { return kPaged; }
   AC_MEMBER void begin(int, int, int) {}
-  AC_MEMBER void q_landed() {}
+  AC_MEMBER float q_landed(const TileContext&) const { return q_unscale; }
   AC_MEMBER void issue_next(const TileContext&, int, int32_t, int32_t) {}
   // Every wave is done with tile `it`: tile it + 1 from registers into LDS, tile it + 2 fetched.
   AC_MEMBER void done_with(const TileContext& c, int tid, int32_t it, int32_t n_tiles) {
@@ -267,8 +283,8 @@ struct AmdTiles {
     const float mf = fmaxf(m, sink);
     const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(m - mf);
     const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
-    const float inv = lf > 0.f ? keep * v_scale / lf : 0.f;
-    if (slot_writer(lane) && c.p.lse) c.p.lse[lse_index(c.p, c.seq, token, h)] = lf > 0.f ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
+    const float inv = ac_weighted(lf) ? keep * v_scale / lf : 0.f;
+    if (slot_writer(lane) && c.p.lse) c.p.lse[lse_index(c.p, c.seq, token, h)] = ac_weighted(lf) ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
     if constexpr (kKv8) {
       if (c.p.out_type == AC_DTYPE_E4M3FN || c.p.out_type == AC_DTYPE_E4M3FNUZ) {  // 4 codes per store
         const bool fnuz = ac_is_fnuz(c.p.out_type);

@@ -256,12 +256,32 @@ struct NvTiles {
     v_rows = ac_smem_addr(v_s) + (warp_n * kWarpKeys + lane % 8 + ((lane / 8) % 2) * 8) * kRowBytes;
   }
 
-  // After the first tile's barrier (Q has landed with it): the "keys" shapes' Q fragments.
-  AC_MEMBER void q_landed() {
+  // After the first tile's barrier (Q has landed with it): the "keys" shapes' Q fragments; over
+  // an fp8 cache (f16 tiles) bf16 queries become f16 here, divided by the power of two returned
+  // (1 unless the block's largest query would not fit f16: fp8_device.hpp, ac_q_unscale).
+  AC_MEMBER float q_landed(const TileContext& c) {
     if constexpr (kQInRegisters) {
 #pragma unroll
       for (int kd = 0; kd < D / 16; ++kd) ac_load_matrix_x4(a_q[kd], q_rows + (((kd * 2) ^ swz_a) << 4));
+      if constexpr (kKv8 && ac_same<T, F16>::value) {
+        if (c.p.q_type == AC_DTYPE_BF16) {
+          float mx = 0.f;  // every warp holds the block's whole Q: a warp-wide maximum is the block's
+#pragma unroll
+          for (int kd = 0; kd < D / 16; ++kd)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) mx = fmaxf(mx, ac_bf16x2_max_abs(a_q[kd][i]));
+#pragma unroll
+          for (int m = 1; m < 32; m *= 2) mx = fmaxf(mx, ac_shfl_xor(mx, m));
+          const float unscale = ac_q_unscale(mx), inv = 1.f / unscale;
+#pragma unroll
+          for (int kd = 0; kd < D / 16; ++kd)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a_q[kd][i] = ac_bf16x2_to_f16x2(a_q[kd][i], inv);
+          return unscale;
+        }
+      }
     }
+    return 1.f;
   }
 
   // The copies of tile it + stages - 1, and the page lookups of the one after.

@@ -31,6 +31,8 @@ import aiter_compat
 DECODE_WINDOWS = ((-1, -1), (127, 0))
 PREFILL_WINDOWS = ((-1, -1), (127, 0))
 PREFILL_DIMS = (64, 128)
+# Decode over an fp8 e4m3 KV cache (vLLM's --kv-cache-dtype fp8), the full-attention layers.
+FP8_DECODE_WINDOWS = ((-1, -1),)
 
 
 def decode_shapes(quick):
@@ -44,8 +46,8 @@ def prefill_shapes(quick):
     return [(4, 4096)] if quick else [(4, 4096), (1, 16384)]
 
 
-def decode_name(batch, ctx, window):
-    return f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}"
+def decode_name(batch, ctx, window, kv="bf16"):
+    return f"decode {batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'}" + (" fp8" if kv == "fp8" else "")
 
 
 def prefill_name(d, batch, seqlen, window):
@@ -57,6 +59,10 @@ def cases(quick):
     for batch, ctx in decode_shapes(quick):
         for window in DECODE_WINDOWS:
             yield "decode", decode_name(batch, ctx, window), {"batch": batch, "ctx": ctx, "window": window}
+    for batch, ctx in decode_shapes(quick):
+        for window in FP8_DECODE_WINDOWS:
+            yield "decode", decode_name(batch, ctx, window, "fp8"), {"batch": batch, "ctx": ctx, "window": window,
+                                                                     "kv": "fp8"}
     for d in PREFILL_DIMS:
         for batch, seqlen in prefill_shapes(quick):
             for window in PREFILL_WINDOWS:
@@ -162,15 +168,36 @@ def copy_bandwidth():
     return 2 * x.numel() * 2 / t
 
 
-def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64):
+def fp8_dtype():
+    """The e4m3 format of this GPU's fp8 caches: FNUZ on gfx942 (MI300), OCP's elsewhere."""
+    if getattr(torch.version, "hip", None) and "gfx942" in getattr(torch.cuda.get_device_properties(0), "gcnArchName", ""):
+        return torch.float8_e4m3fnuz
+    return torch.float8_e4m3fn
+
+
+def kv_cache(shape, kv):
+    x = torch.randn(*shape, device="cuda")
+    return x.to(fp8_dtype()) if kv == "fp8" else x.to(torch.bfloat16)
+
+
+def kv_scales(kv):
+    """vLLM's per-tensor k and v scales for an fp8 cache (none for bf16)."""
+    if kv != "fp8":
+        return {}
+    return {"k_descale": torch.tensor([0.9], device="cuda"), "v_descale": torch.tensor([1.1], device="cuda")}
+
+
+def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64, kv="bf16"):
     """Graph-replay times with sinks and without, bytes moved, eager time of a call."""
     blocks_per = (ctx + block - 1) // block
-    kv_bytes = 2 * batch * ctx * hk * d * 2
+    elem = 1 if kv == "fp8" else 2
+    kv_bytes = 2 * batch * ctx * hk * d * elem
     copies = max(1, int(3 * L2_BYTES // kv_bytes) + 1)
     caches = []
     for _ in range(copies):
-        kc = torch.randn(batch * blocks_per, block, hk, d, dtype=torch.bfloat16, device="cuda")
-        caches.append((kc, torch.randn_like(kc)))
+        shape = (batch * blocks_per, block, hk, d)
+        caches.append((kv_cache(shape, kv), kv_cache(shape, kv)))
+    scales = kv_scales(kv)
     table = torch.arange(batch * blocks_per, dtype=torch.int32, device="cuda").reshape(batch, blocks_per)
     used = torch.full((batch,), ctx, dtype=torch.int32, device="cuda")
     q = torch.randn(batch, hq, d, dtype=torch.bfloat16, device="cuda")
@@ -179,7 +206,7 @@ def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64):
 
     def calls(sinks):
         return [lambda kc=kc, vc=vc: aiter_compat.paged_attention_decode(
-            q, kc, vc, table, used, softmax_scale=0.125, window_size=window, sinks=sinks, out=out)
+            q, kc, vc, table, used, softmax_scale=0.125, window_size=window, sinks=sinks, out=out, **scales)
             for kc, vc in caches]
     # Sinks on and off: two sets of graphs on the same inputs, timed in alternating runs of ten
     # replays (each replay queued behind a spin kernel, so a switch of graph costs the GPU
@@ -191,7 +218,7 @@ def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64):
     # device time plus the graph launch's latency, what one isolated graph per call costs.
     t_idle = timed(on, queued=False)
     host = timed(calls(s)[0], reps=20, queued=False)  # eager: kernel plus the host path of one call
-    read = 2 * batch * min(ctx, window[0] + 1 if window[0] >= 0 else ctx) * hk * d * 2
+    read = 2 * batch * min(ctx, window[0] + 1 if window[0] >= 0 else ctx) * hk * d * elem
     return t, t_off, read + 2 * q.numel() * 2, host, t_idle, mean_on / mean_off - 1
 
 
@@ -256,18 +283,19 @@ def ratio(peer_us, ours_us):
 FAMILIES = {"decode": ("tiled_keys", "decode", "generic"), "prefill": ("tiled_wgmma", "tiled_rows", "generic")}
 
 
-def decode_inputs(batch, ctx, window, block=16, hq=64, hk=8, d=64):
+def decode_inputs(batch, ctx, window, block=16, hq=64, hk=8, d=64, kv="bf16"):
     blocks_per = (ctx + block - 1) // block
-    kc = torch.randn(batch * blocks_per, block, hk, d, dtype=torch.bfloat16, device="cuda")
-    vc = torch.randn_like(kc)
+    kc = kv_cache((batch * blocks_per, block, hk, d), kv)
+    vc = kv_cache((batch * blocks_per, block, hk, d), kv)
+    scales = kv_scales(kv)
     table = torch.arange(batch * blocks_per, dtype=torch.int32, device="cuda").reshape(batch, blocks_per)
     used = torch.full((batch,), ctx, dtype=torch.int32, device="cuda")
     q = torch.randn(batch, hq, d, dtype=torch.bfloat16, device="cuda")
     out = torch.empty_like(q)
     sinks = torch.randn(hq, device="cuda")
     call = lambda: aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=0.125,  # noqa: E731
-                                                       window_size=window, sinks=sinks, out=out)
-    read = 2 * batch * min(ctx, window[0] + 1 if window[0] >= 0 else ctx) * hk * d * 2
+                                                       window_size=window, sinks=sinks, out=out, **scales)
+    read = 2 * batch * min(ctx, window[0] + 1 if window[0] >= 0 else ctx) * hk * d * kc.element_size()
     return call, read + 2 * q.numel() * 2
 
 
@@ -336,7 +364,7 @@ def versions():
 def run_case(kind, shape):
     """The launcher's choice, then each family forced, on one set of inputs."""
     if kind == "decode":
-        call, moved = decode_inputs(shape["batch"], shape["ctx"], shape["window"])
+        call, moved = decode_inputs(shape["batch"], shape["ctx"], shape["window"], kv=shape.get("kv", "bf16"))
     else:
         call, moved = prefill_inputs(shape["batch"], shape["seqlen"], shape["d"], shape["window"]), 0
     row = {"us": {}, "why": {}, "bytes": moved}
@@ -406,7 +434,8 @@ def main(argv=None):
                 if "skipped" in row:
                     continue
                 kind, shape = row["kind"], next(s for k, n, s in todo if n == row["case"])
-                call = decode_inputs(shape["batch"], shape["ctx"], shape["window"])[0] if kind == "decode" else \
+                call = decode_inputs(shape["batch"], shape["ctx"], shape["window"], kv=shape.get("kv", "bf16"))[0] \
+                    if kind == "decode" else \
                     prefill_inputs(shape["batch"], shape["seqlen"], shape["d"], shape["window"])
                 t, why = time_call(call, kind)
                 row["aiter_us"] = t * 1e6

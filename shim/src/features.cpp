@@ -131,7 +131,11 @@ int family_type(DType q, DType kv, DType out) {
 }
 
 int family_type(const CallFeatures& f) {
-  return family_type(f.dtype, f.kv_dtype == DType::unsupported ? f.dtype : f.kv_dtype, f.out_dtype);
+  const DType kv = f.kv_dtype == DType::unsupported ? f.dtype : f.kv_dtype;
+  // fp8 caches are the paged ops' (unified_attention's and the paged decode's) alone.
+  const bool paged = f.op == OpId::unified_attention || f.op == OpId::paged_attention_decode;
+  if (is_e4m3(kv) && !paged) return -1;
+  return family_type(f.dtype, kv, f.out_dtype);
 }
 
 std::vector<std::pair<std::string, std::string>> CallFeatures::describe() const {

@@ -92,6 +92,24 @@ cache8 = torch.randn(100, 8, 2, 64, dtype=torch.bfloat16, device=dev)
 table8 = torch.randperm(100, device=dev).to(torch.int32).reshape(2, 50)
 check("decode block size 8", aiter_compat.paged_attention_decode, dq, cache8, cache8, table8,
       torch.tensor([399, 5], dtype=torch.int32, device=dev), sinks=sinks)
+# fp8 caches (both formats): split-KV decode with bf16 queries (f16 tiles, the unscale), an
+# extend with fp8 queries and an fp8 output with an output_scale on the row kernels.
+for fmt in (torch.float8_e4m3fn, torch.float8_e4m3fnuz):
+    cache_fp8 = cache.float().to(fmt)
+    check(f"fp8 {fmt} split-KV decode", aiter_compat.paged_attention_decode, dq, cache_fp8, cache_fp8, table, ctx,
+          sinks=sinks, k_descale=torch.tensor([0.8], device=dev), v_descale=torch.tensor([1.2], device=dev))
+    eq = torch.randn(60, 8, 64, device=dev).to(fmt)
+    e_cu = torch.tensor([0, 45, 60], dtype=torch.int32, device=dev)
+    e_used = torch.tensor([2000, 15], dtype=torch.int32, device=dev)
+    e_out = torch.empty(60, 8, 64, device=dev).to(fmt)
+    scale_out = torch.tensor([2.0], device=dev)
+
+    def extend(q_, k_, v_, out_, cu_, used_, table_, osc):
+        aiter_compat.unified_attention(q_, k_, v_, out_, cu_, 45, used_, 3000, 0.125, True, (-1, -1), table_, 0.0,
+                                       None, None, None, sinks=sinks.to(q_.device), output_scale=osc)
+        return out_.float()
+    check(f"fp8 {fmt} extend, fp8 out", extend, eq, cache_fp8, cache_fp8, e_out, e_cu, e_used, table, scale_out,
+          bound=1.5e-1)
 routes = sorted({r["route"] for r in aiter_compat.routes()})
 print("sanitizer cases ran:", routes, "; seed", SEED, "(replay: AITER_COMPAT_TEST_SEED=%d)" % SEED)
 for f in failures:

@@ -5,7 +5,8 @@ import ctypes
 import numpy as np
 
 # DLPack's type codes (dlpack.h 1.1).
-CODES = {"bfloat16": (4, 16), "float8_e4m3fn": (10, 8), "float8_e5m2": (12, 8), "int8": (0, 8)}
+CODES = {"bfloat16": (4, 16), "float8_e4m3fn": (10, 8), "float8_e4m3fnuz": (11, 8), "float8_e5m2": (12, 8),
+         "int8": (0, 8)}
 
 
 class _Device(ctypes.Structure):
