@@ -447,11 +447,13 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
   }
   ac_sync();
   const float* acc_blk = acc_warp;
+  // output_scale is the fp8-cache kernels' alone (launch_fits sends the others to the generic kernel).
+  const float v_factor = kKv8 ? ac_out_factor(p, b, kh) : ac_v_descale(p, b, kh);
   for (int x = tid; x < group * D; x += AC_DECODE_THREADS) {
     const int g = x / D, c = x % D;
     const int32_t h = kh * group + g;
     if (p.num_splits > 1) {
-      p.partial_out[((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * D + c] = acc_blk[x] * ac_out_factor(p, b, kh);
+      p.partial_out[((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * D + c] = acc_blk[x] * v_factor;
       if (c == 0) {
         float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * 2;
         ml[0] = m_blk[g];
@@ -463,7 +465,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
     const float mm = m_blk[g] > sink ? m_blk[g] : sink;
     const float scale_old = mm == -AC_INFINITY ? 0.f : ac_exp(m_blk[g] - mm);
     const float ll = l_blk[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - mm));
-    const float o = ac_weighted(ll) ? acc_blk[x] * ac_out_factor(p, b, kh) * scale_old / ll : 0.f;
+    const float o = ac_weighted(ll) ? acc_blk[x] * v_factor * scale_old / ll : 0.f;
     if constexpr (kKv8) ac_store_as(p.out_type, p.out, b * p.out_tok + h * p.out_head + c, o);
     else e.store(p.out, b * p.out_tok + h * p.out_head + c, o);
     if (c == 0 && p.lse) p.lse[h * p.lse_head + b * p.lse_tok] = ac_weighted(ll) ? mm + ac_log(ll) : -AC_INFINITY;

@@ -299,7 +299,9 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   if (b >= p.batch) return;
   const int32_t group = p.hq / p.hk;
   const int32_t kh = ac_block_y();
-  const float qk_scale = p.scale * ac_qk_descale(p, b, kh), v_scale = ac_out_factor(p, b, kh);
+  // output_scale is the fp8-cache kernels' alone (the launcher gives calls with one over a
+  // 16-bit cache to the generic kernel): the 16-bit tiles keep their registers as they were.
+  const float qk_scale = p.scale * ac_qk_descale(p, b, kh), v_scale = kKv8 ? ac_out_factor(p, b, kh) : ac_v_descale(p, b, kh);
   const Sequence seq = sequence_at(p, b);
   Block a{{p, seq, kh, group, seq.q_len * group, 0, 0, 0,
            p.block_size > 0 && (p.block_size & (p.block_size - 1)) == 0 ? ac_ffs(p.block_size) - 1 : -1},

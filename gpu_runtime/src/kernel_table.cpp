@@ -195,6 +195,9 @@ std::vector<std::string> KernelRow::route_reasons(const KernelQuery& q) const {
 }
 
 bool launch_fits(KernelId id, const ac_attention_params& p, int dtype, int64_t rows) {
+  // The tiled and decode kernels apply output_scale over fp8 caches only (their 16-bit versions
+  // keep the registers they had without it); the generic kernel takes it everywhere.
+  if (p.out_scale && !kv8_type(dtype) && id != KernelId::generic) return false;
   switch (id) {
     case KernelId::tiled_keys:
     case KernelId::tiled_wgmma:

@@ -141,6 +141,33 @@ TEST(Launcher, DecodeKernelAndSplits) {
   EXPECT_EQ(fake.launch(0)->block[0], 128u);
 }
 
+// An fp8 cache picks the fp8-KV kernels (their launches carry the storage types); output_scale
+// over a 16-bit cache goes to the generic kernel, which applies it (the 16-bit tiles do not).
+TEST(Launcher, Fp8CachesAndOutputScale) {
+  if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
+  Fake fake;
+  fake.reset();
+  DecodeCase fp8(8, 256);
+  HostTensor kc(DType::f8_e4m3fnuz, {8 * 16, 16, 8, 64}), vc(DType::f8_e4m3fnuz, {8 * 16, 16, 8, 64});
+  for (auto* t : {&kc, &vc}) t->view.device = DeviceKind::cuda;
+  fp8.args.k_cache = kc.view, fp8.args.v_cache = vc.view;
+  run_gpu(fp8.args, nullptr);
+  ASSERT_EQ(fake.launches(), 1);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_kv8_d64");
+
+  fake.reset();
+  HostTensor scale(DType::f32, {1});
+  scale.view.device = DeviceKind::cuda;
+  DecodeCase plain(8, 256);
+  plain.args.output_scale = scale.view;
+  run_gpu(plain.args, nullptr);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_attention_bf16");
+  fake.reset();
+  fp8.args.output_scale = scale.view;
+  run_gpu(fp8.args, nullptr);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_kv8_d64");
+}
+
 // Runs twice: as discovered (the warpgroup kernels) and as its own ctest entry with
 // AITER_COMPAT_NO_WGMMA=1 (the mma.sync "rows" kernels, 128 threads).
 TEST(Launcher, PrefillKernelFollowsNoWgmma) {
