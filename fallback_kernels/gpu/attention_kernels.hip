@@ -268,12 +268,10 @@ AC_DEVICE void unpack_codes(const Codes<kElems>& v, bool fnuz, float* out) {
 template <typename T, int E, bool kKv8> struct DecodeRow;
 template <typename T, int E> struct DecodeRow<T, E, false> {  // K and V in T
   using C = Chunk<E>;
-  using Elem_t = uint16_t;
   AC_DEVICE void unpack_row(const C& c, bool, float* out) { unpack<T, E>(c, out); }
 };
 template <typename T, int E> struct DecodeRow<T, E, true> {  // K and V in fp8
   using C = Codes<E>;
-  using Elem_t = uint8_t;
   AC_DEVICE void unpack_row(const C& c, bool fnuz, float* out) { unpack_codes<E>(c, fnuz, out); }
 };
 
@@ -282,7 +280,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
   constexpr int E = AC_DECODE_ELEMS;                   // elements per lane and load
   using Row = DecodeRow<T, E, kKv8>;
   using C = typename Row::C;                           // one lane's chunk of a K or V row
-  using KvElem = typename Row::Elem_t;
+  using KvElem = typename KvStorage<kKv8>::type;
   const bool fnuz = kKv8 && ac_is_fnuz(p.kv_type);
   constexpr int kLanes = D / E;                        // lanes per key row
   constexpr int kGroups = AC_DECODE_THREADS / kLanes;  // key rows in flight per step (per unroll)

@@ -58,9 +58,15 @@ AC_DEVICE void ac_store_as(int32_t type, void* p, int64_t i, float v) {
   }
 }
 
-// The element of a K or V row in memory: 16-bit, or an fp8 code.
-template <bool kKv8> struct KvStorage { using type = uint16_t; };
-template <> struct KvStorage<true> { using type = uint8_t; };
+// The element of a K or V row in memory (16-bit, or an fp8 code), and 8 of them as one load.
+template <bool kKv8> struct KvStorage {
+  using type = uint16_t;
+  using chunk8 = ac_u32x4;
+};
+template <> struct KvStorage<true> {
+  using type = uint8_t;
+  using chunk8 = ac_u32x2;
+};
 
 // How a direct-load kernel reads q, k and v and writes out: all in its one type T, or (the fp8-KV
 // kernels) in the storage types the call names.

@@ -81,9 +81,7 @@ struct AmdTiles {
   uint8_t* valid_s;
   float* sink_s;
   // One chunk (8 elements) of a K or V row as loaded: 16 bytes, or 8 bytes of fp8 codes.
-  template <bool kCodes, int kDummy = 0> struct ChunkOf { using type = ac_u32x4; };
-  template <int kDummy> struct ChunkOf<true, kDummy> { using type = ac_u32x2; };
-  using Chunk = typename ChunkOf<kKv8>::type;
+  using Chunk = typename KvStorage<kKv8>::chunk8;
   using KvElem = typename KvStorage<kKv8>::type;
 
   ac_frag16x4 q[kKSteps];        // Q^T: this lane's query, 4 dims per MFMA step

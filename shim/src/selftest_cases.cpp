@@ -6,6 +6,7 @@
 #include <random>
 
 #include "float_convert.hpp"
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
 #include "kernel_params.h"
 
 namespace aiter_compat::selftest {
@@ -19,7 +20,6 @@ constexpr int64_t kHq = 8, kHk = 2, kBlock = 16;
 DType dtype_of_code(int t) {
   return t == AC_DTYPE_F32 ? DType::f32 : t == AC_DTYPE_F16 || t == AC_KTYPE_F16_KV8 ? DType::f16 : DType::bf16;
 }
-bool kv8(int t) { return t == AC_KTYPE_F16_KV8 || t == AC_KTYPE_BF16_KV8; }
 
 void put(Buffer& b, int64_t i, double v) {
   const float f = static_cast<float>(v);
@@ -135,7 +135,7 @@ std::string to_string(CaseKind k) {
 }
 
 std::vector<CaseKind> case_kinds(int dtype) {
-  if (kv8(dtype)) return {CaseKind::extend_paged, CaseKind::decode_paged};  // fp8 caches are paged
+  if (gpu::kv8_type(dtype)) return {CaseKind::extend_paged, CaseKind::decode_paged};  // fp8 caches are paged
   return {CaseKind::prefill_varlen, CaseKind::decode_varlen, CaseKind::extend_paged, CaseKind::decode_paged};
 }
 
@@ -153,7 +153,7 @@ Case make_case(CaseKind kind, int dtype, int d) {
   // k descales and an output_scale; the decode with 16-bit queries over an e4m3fnuz cache. (The
   // fp8 output's store is the host-checked encoder: the outputs here stay 16-bit, so that the
   // bound stays the tile type's.)
-  const bool fp8 = kv8(dtype);
+  const bool fp8 = gpu::kv8_type(dtype);
   const DType qt = fp8 && kind == CaseKind::extend_paged ? DType::f8_e4m3fn : t;
   const DType kvt = !fp8 ? t : kind == CaseKind::extend_paged ? DType::f8_e4m3fn : DType::f8_e4m3fnuz;
   if (kind == CaseKind::merge) {
