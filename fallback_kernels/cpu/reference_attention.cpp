@@ -164,7 +164,17 @@ void paged_attention(const PagedArgs& a) {
     Sequence s;
     const int64_t q0 = i32_at(a.cu_seqlens_q, b);
     s.q_len = i32_at(a.cu_seqlens_q, b + 1) - q0;
-    s.k_len = i32_at(a.seqused_k, b);
+    // The page table: [batch, max_blocks] rows with seqused_k, or CSR (kv_indptr) over the
+    // 1-D kv_page_indices, the last page holding kv_last_page_lens[b] keys.
+    const bool csr = a.kv_indptr.defined();
+    const int64_t first_page = csr ? i32_at(a.kv_indptr, b) : 0;
+    if (csr) {
+      const int64_t pages = i32_at(a.kv_indptr, b + 1) - first_page;
+      s.k_len = pages * bs;
+      if (pages > 0 && a.kv_last_page_lens.defined()) s.k_len -= bs - i32_at(a.kv_last_page_lens, b);
+    } else {
+      s.k_len = i32_at(a.seqused_k, b);
+    }
     for (int64_t i = 0; i < s.q_len; ++i) {
       s.q_rows.push_back((q0 + i) * a.q.strides[0]);
       s.out_rows.push_back((q0 + i) * a.out.strides[0]);
@@ -175,9 +185,11 @@ void paged_attention(const PagedArgs& a) {
         s.qk_descale.push_back(descale_at(a.q_descale, 0, 0) * descale_at(a.k_descale, b, kh));
         s.v_descale.push_back(descale_at(a.v_descale, b, kh));
       }
-    const auto* table = static_cast<const int32_t*>(a.block_table.data) + b * a.block_table.strides[0];
+    const int64_t* st = a.block_table.strides;
+    const auto* table = static_cast<const int32_t*>(a.block_table.data) + (csr ? first_page * st[0] : b * st[0]);
+    const int64_t step = csr ? st[0] : st[1];
     for (int64_t j = 0; j < s.k_len; ++j) {
-      int64_t block = table[(j / bs) * a.block_table.strides[1]];
+      int64_t block = table[(j / bs) * step];
       s.k_rows.push_back(block * a.k_cache.strides[0] + (j % bs) * a.k_cache.strides[1]);
       s.v_rows.push_back(block * a.v_cache.strides[0] + (j % bs) * a.v_cache.strides[1]);
     }

@@ -289,14 +289,15 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
   const int tid = ac_thread_x(), lane = tid % kLanes, grp = tid / kLanes;
   const int32_t b = ac_block_x(), kh = ac_block_y(), split = ac_block_z();
   const int32_t group = p.hq / p.hk;
-  const int32_t k_len = clamp_i32(p.seqused_k[b], 0, static_cast<int64_t>(p.max_blocks) * p.block_size);
+  const PagedKeys keys = paged_keys(p, b);
+  const int32_t k_len = keys.k_len;
   const int32_t pos = k_len - 1;  // the query is the last token
   int32_t lo = 0, hi = k_len;
   if (p.window_left >= 0) lo = lo > pos - p.window_left ? lo : pos - p.window_left;
   if (hi < lo) hi = lo;
   const int32_t chunk = (hi - lo + p.num_splits - 1) / p.num_splits;
   const int32_t k_begin = lo + split * chunk, k_end = hi < k_begin + chunk ? hi : k_begin + chunk;
-  const int32_t* table = p.block_table + b * p.bt_row;
+  const int32_t* table = p.block_table + keys.table_row;
   const float q_scale = p.scale * ac_qk_descale(p, b, kh);
 
   float q[G][E];

@@ -96,11 +96,30 @@ AC_DEVICE int32_t clamp_i32(int64_t v, int64_t lo, int64_t hi) { return static_c
 // read nothing outside them (the host checks contents only for CPU tensors).
 struct Sequence {
   int32_t b, q_start, q_len, k_start, k_len;
+  int64_t table_row;  // paged keys: where sequence b's block-table entries start (one apart per bt_col)
 };
+
+// The one reading of a paged sequence's page table, for every kernel: where its entries start
+// and how many keys it has, clamped so that every page of its keys is an entry of the table.
+struct PagedKeys {
+  int64_t table_row;
+  int32_t k_len;
+};
+AC_DEVICE PagedKeys paged_keys(const ac_attention_params& p, int32_t b) {
+  if (!p.kv_indptr)
+    return {static_cast<int64_t>(b) * p.bt_row,
+            clamp_i32(p.seqused_k[b], 0, static_cast<int64_t>(p.max_blocks) * p.block_size)};
+  const int32_t start = clamp_i32(p.kv_indptr[b], 0, p.num_page_indices);
+  const int32_t pages = clamp_i32(p.kv_indptr[b + 1], start, p.num_page_indices) - start;
+  int64_t keys = static_cast<int64_t>(pages) * p.block_size;
+  if (p.kv_last_page_lens && pages > 0)
+    keys -= p.block_size - clamp_i32(p.kv_last_page_lens[b], 0, p.block_size);
+  return {start, static_cast<int32_t>(keys)};
+}
 
 // Sequence b (0 <= b < batch).
 AC_DEVICE Sequence sequence_at(const ac_attention_params& p, int32_t b) {
-  Sequence s{b, 0, 0, 0, 0};
+  Sequence s{b, 0, 0, 0, 0, 0};
   if (p.cu_seqlens_q) {
     s.q_start = clamp_i32(p.cu_seqlens_q[b], 0, p.total_q);
     s.q_len = clamp_i32(p.cu_seqlens_q[b + 1], s.q_start, p.total_q) - s.q_start;
@@ -109,7 +128,9 @@ AC_DEVICE Sequence sequence_at(const ac_attention_params& p, int32_t b) {
     s.q_len = clamp_i32(static_cast<int64_t>(p.total_q) - s.q_start, 0, p.uniform_q);  // never past q
   }
   if (p.paged) {
-    s.k_len = clamp_i32(p.seqused_k[b], 0, static_cast<int64_t>(p.max_blocks) * p.block_size);
+    const PagedKeys keys = paged_keys(p, b);
+    s.table_row = keys.table_row;
+    s.k_len = keys.k_len;
   } else if (p.cu_seqlens_k) {
     s.k_start = clamp_i32(p.cu_seqlens_k[b], 0, p.total_k);
     s.k_len = clamp_i32(p.cu_seqlens_k[b + 1], s.k_start, p.total_k) - s.k_start;
@@ -145,7 +166,7 @@ AC_DEVICE int64_t lse_index(const ac_attention_params& p, const Sequence& s, int
 // entry outside the cache.
 AC_DEVICE int64_t key_row(const ac_attention_params& p, const Sequence& s, int32_t j, int which) {
   if (!p.paged) return static_cast<int64_t>(s.k_start + j) * (which ? p.v_tok : p.k_tok);
-  int32_t block = p.block_table[s.b * p.bt_row + (j / p.block_size) * p.bt_col];
+  int32_t block = p.block_table[s.table_row + (j / p.block_size) * p.bt_col];
   if (block < 0 || block >= p.num_blocks) return -1;
   int32_t slot = j % p.block_size;
   return which ? block * p.v_tok + slot * p.v_slot : block * p.k_tok + slot * p.k_slot;

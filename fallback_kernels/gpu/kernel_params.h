@@ -128,6 +128,13 @@ typedef struct {
   // Storage types (AC_DTYPE_*) of q, of k and v, and of out: the kernel's own type, except in the
   // fp8-KV kernels (AC_KTYPE_*_KV8), which read and write what these say.
   int32_t q_type, kv_type, out_type, unused_;
+  // A page table as CSR (mha_batch_prefill_func's kv_indptr; null: block_table is [batch, max_blocks]
+  // with seqused_k): sequence b's pages are block_table[kv_indptr[b] .. kv_indptr[b + 1]) of the
+  // num_page_indices entries, its keys (pages - 1) x block_size + kv_last_page_lens[b] (all of
+  // every page without kv_last_page_lens).
+  const int32_t* kv_indptr;
+  const int32_t* kv_last_page_lens;
+  int32_t num_page_indices, unused2_;
 } ac_attention_params;
 
 // merge_attn_states: out = prefix * e^(lse_p - lse) + suffix * e^(lse_s - lse), with

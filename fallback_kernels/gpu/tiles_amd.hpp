@@ -147,7 +147,7 @@ struct AmdTiles {
       int64_t koff = 0, voff = 0;
       if (kPaged) {
         const int32_t block =
-            ok ? c.p.block_table[c.seq.b * c.p.bt_row + (c.page_shift >= 0 ? j >> c.page_shift : j / c.p.block_size) * c.p.bt_col]
+            ok ? c.p.block_table[c.seq.table_row + (c.page_shift >= 0 ? j >> c.page_shift : j / c.p.block_size) * c.p.bt_col]
                : -1;
         ok = ok && block >= 0 && block < c.p.num_blocks;
         const int32_t slot = c.page_shift >= 0 ? j & (c.p.block_size - 1) : j % c.p.block_size;

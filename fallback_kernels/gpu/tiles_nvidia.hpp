@@ -139,7 +139,7 @@ struct NvTiles {
   // of their use so that the copies never wait on the table (-1: past the keys).
   AC_MEMBER void lookup_pages(const TileContext& c, int tid, int32_t j0, int32_t (&pages)[kLoads]) {
     if (!kPaged) return;
-    const int32_t* table = c.p.block_table + c.seq.b * c.p.bt_row;
+    const int32_t* table = c.p.block_table + c.seq.table_row;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int32_t j = j0 + (tid + i * kThreads) / kSlots;

@@ -76,6 +76,7 @@ std::string feature_name(KernelFeature f) {
     case kStreamingSink: return "StreamingLLM's sink_size (window_size[2] > 0)";
     case kBatchVarlen: return "cu_seqlens in flash_attn_func";
     case kShuffledCache: return "a shuffled KV cache or skip_reduce";
+    case kVectorizedCache: return "5-D vectorized K/V caches ([pages, kv_heads, head_dim / x, page_size, x])";
   }
   return "?";
 }
@@ -189,7 +190,7 @@ std::vector<std::string> KernelRow::route_reasons(const KernelQuery& q) const {
     if (device == KernelDevice::gpu && !q.batch_contiguous)
       why.push_back("batch layout with sequences not one token stride apart (q/k/v/out strides)");
   }
-  for (uint32_t bit = 1; bit <= kShuffledCache; bit <<= 1)
+  for (uint32_t bit = 1; bit <= kLastKernelFeature; bit <<= 1)
     if ((q.features & bit) && !(features & bit)) why.push_back("takes no " + feature_name(static_cast<KernelFeature>(bit)));
   return why;
 }

@@ -234,16 +234,16 @@ def _static_ops(pkg, specs, phases):
     # (aiter.ops.triton's flash_attn_varlen_func, say) is not what `aiter.<name>` gives.
     missing = [spec for spec in specs if not ops[spec["name"]]["present"] and not ops[spec["name"]]["errors"]]
     if missing:
-        hits = name_search.modules_naming(sources, [spec["name"] for spec in missing])
+        hits = name_search.modules_naming(sources, [reading.function_of(spec) for spec in missing])
         phases.done("name search: text of every file")
         for spec in missing:
-            name_search.search(sources, spec, ops[spec["name"]], hits[spec["name"]])
+            name_search.search(sources, spec, ops[spec["name"]], hits[reading.function_of(spec)])
         phases.done("name search: parsing the files that name it")
     for spec in specs:
         op = ops[spec["name"]]
         reading.check_aliases(op)
         if op["located_by"] == "known path":
-            op["exported"] = reading.exported(sources, op["module"], spec["name"])
+            op["exported"] = reading.exported(sources, op["module"], reading.function_of(spec))
     phases.done("exports")
     return ops
 
@@ -282,6 +282,7 @@ def _import(module):
 
 def _live_op(aiter, spec, sources):
     op = reading.empty_op()
+    found = None
     for module in spec["modules"]:
         mod, state, err = _import(module)
         if mod is None:
@@ -289,7 +290,7 @@ def _live_op(aiter, spec, sources):
             if err:
                 op["errors"].append(err)
             continue
-        fn = getattr(mod, spec["name"], None)
+        fn = getattr(mod, reading.function_of(spec), None)
         if fn is None:
             op["import_paths"][module] = "module without it"
             continue
@@ -298,17 +299,24 @@ def _live_op(aiter, spec, sources):
         if op["present"]:
             continue
         op["located_by"] = "known path"
-        _live_binding(op, spec["name"], real, fn)
+        _live_binding(op, reading.function_of(spec), real, fn)
+        found = fn
     if not op["present"] and not op["errors"] and sources is not None:
         _live_search(aiter, spec, sources, op)
-    op["exported"] = hasattr(aiter, spec["name"]) if aiter is not None else False
+    name = reading.function_of(spec)
+    if aiter is None:
+        op["exported"] = False
+    elif name != spec["name"]:  # another function of that name may be aiter.<name> (CK's, for Triton's)
+        op["exported"] = found is not None and getattr(aiter, name, None) is found
+    else:
+        op["exported"] = hasattr(aiter, name)
     return op
 
 
 def _live_search(aiter, spec, sources, op):
     """Not at its known modules: import what the static search found (best first), then try
     `aiter.<name>` itself (a binding no source shows, a native module's function...)."""
-    name = spec["name"]
+    name = reading.function_of(spec)
     hits = name_search.modules_naming(sources, [name])[name]
     candidates = name_search.search(sources, spec, reading.empty_op(), hits)
     for module in candidates:
@@ -325,7 +333,7 @@ def _live_search(aiter, spec, sources, op):
             _live_binding(op, name, where, fn)
             op["notes"].append(f"not at its known module paths ({', '.join(spec['modules'])}); "
                                f"found by name search in {where}")
-    fn = getattr(aiter, name, None) if aiter is not None else None
+    fn = getattr(aiter, name, None) if aiter is not None and not spec.get("search_within") else None
     if not op["present"] and fn is not None:
         where = str(getattr(fn, "__module__", None) or "aiter")
         op["located_by"] = "name search"

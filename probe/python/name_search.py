@@ -95,10 +95,11 @@ def _compat_aliases(sources, module):
 def search(sources, spec, op, hits):
     """Completes op (read at the known paths, not found there) from the modules in hits that
     bind the name. Returns the modules a live import should try, best first."""
-    name, known = spec["name"], spec["modules"]
+    name, known = reading.function_of(spec), spec["modules"]
+    within = spec.get("search_within") or ""
     defining = {}  # module -> {"kind", "node", "via": [modules re-exporting it]}
     for module in hits:
-        if module in known:
+        if module in known or not (module == within or module.startswith(within + ".") or not within):
             continue
         tree, err = sources.tree(module, [name])
         if err:

@@ -458,6 +458,12 @@ def describe_binding(op, kind, node):
                            f"{node.lineno}: parameters can only be read by the live channel")
 
 
+def function_of(spec):
+    """The Python function an op-table entry names: its key unless the entry says otherwise
+    (Triton's flash_attn_varlen_func is the key triton_flash_attn_varlen_func)."""
+    return spec.get("function") or spec["name"]
+
+
 def empty_op():
     return {"present": False, "module": None, "params": None, "decorators": [], "import_paths": {},
             "exported": False, "errors": [], "notes": [], "located_by": None}
@@ -466,7 +472,7 @@ def empty_op():
 def read_known_paths(sources, spec):
     """The entry point at its known modules (the first that binds it wins)."""
     op = empty_op()
-    name = spec["name"]
+    name = function_of(spec)
     for module in spec["modules"]:
         data, err = sources.text(module)
         if err:

@@ -100,7 +100,7 @@ nlohmann::json to_json(PyObject* o) {
   return j;
 }
 
-// The op table as the Python side takes it: [{"name": ..., "modules": [...]}, ...].
+// The op table as the Python side takes it: [{"name", "modules", "function", "search_within"}, ...].
 PyObject* ops_argument() {
   PyObject* ops = PyList_New(0);
   for (const auto& spec : attention_ops()) {
@@ -110,7 +110,8 @@ PyObject* ops_argument() {
       PyList_Append(modules, s);
       Py_DECREF(s);
     }
-    PyObject* op = Py_BuildValue("{s:s,s:N}", "name", spec.name.c_str(), "modules", modules);
+    PyObject* op = Py_BuildValue("{s:s,s:N,s:s,s:s}", "name", spec.name.c_str(), "modules", modules, "function",
+                                 spec.function().c_str(), "search_within", spec.search_within.c_str());
     PyList_Append(ops, op);
     Py_DECREF(op);
   }

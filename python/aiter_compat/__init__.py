@@ -7,6 +7,10 @@ can serve the call correctly, to a bundled fallback kernel when it cannot, or ra
 AiterCompatError listing every candidate route and why it was refused; never a TypeError from
 a keyword an old release lacks, never a result that silently ignored the sinks.
 
+AITer's Triton names (aiter.ops.triton.attention.mha's flash_attn_varlen_func and flash_attn_func,
+`sink=`) are aiter_compat.triton_mha's, also here as triton_flash_attn_varlen_func and
+triton_flash_attn_func.
+
 probe() describes the install, routes() shows the decisions so far, explain(name, **call) shows
 the decision for a call without running it, stats() counts the calls per route.
 AITER_COMPAT_POLICY (auto, prefer-fallback, aiter-only) or set_policy() chooses between AITer
@@ -27,10 +31,13 @@ engines that call AITer directly; uninstall() puts AITer's functions back. The v
 from ._aiter_compat import (  # noqa: F401
     AiterCompatError,
     explain,
+    flash_attn_fp8_pertensor_func,
     flash_attn_func,
+    flash_attn_varlen_fp8_pertensor_func,
     flash_attn_varlen_func,
     get_policy,
     merge_attn_states,
+    mha_batch_prefill_func,
     paged_attention_decode,
     probe,
     reset,
@@ -38,6 +45,8 @@ from ._aiter_compat import (  # noqa: F401
     selftest_verdicts,
     set_policy,
     stats,
+    triton_flash_attn_func,
+    triton_flash_attn_varlen_func,
     unified_attention,
     warmup,
 )
@@ -48,9 +57,10 @@ from ._process_hooks import register as _register_process_hooks
 _register_process_hooks()
 
 __all__ = [
-    "AiterCompatError", "explain", "flash_attn_func", "flash_attn_varlen_func", "get_policy", "merge_attn_states",
-    "install", "paged_attention_decode", "probe", "reset", "routes", "selftest_verdicts", "set_policy", "stats",
-    "uninstall", "unified_attention", "warmup",
+    "AiterCompatError", "explain", "flash_attn_fp8_pertensor_func", "flash_attn_func",
+    "flash_attn_varlen_fp8_pertensor_func", "flash_attn_varlen_func", "get_policy", "merge_attn_states",
+    "mha_batch_prefill_func", "install", "paged_attention_decode", "probe", "reset", "routes", "selftest_verdicts", "set_policy", "stats",
+    "triton_flash_attn_func", "triton_flash_attn_varlen_func", "uninstall", "unified_attention", "warmup",
 ]
 
 

@@ -132,7 +132,9 @@ def _positional_names(original):
     return [p.name for p in params if p.kind in kinds]
 
 
-def _patch_entry(name, original, problems):
+def _patch_entry(op, name, original, problems):
+    """Puts op's route under `name` wherever `original` is held (name is the function's name in
+    AITer's modules: the op triton_flash_attn_varlen_func is Triton's flash_attn_varlen_func)."""
     holders = _holders(name, original)
     module_name = getattr(original, "__module__", None) or (holders[0][0] if holders else "aiter")
     patched = None
@@ -141,7 +143,7 @@ def _patch_entry(name, original, problems):
         if isinstance(current, _ext.PatchedFunction):
             patched = patched or current  # already in place (this process's earlier install)
     if patched is None:
-        patched = _ext.PatchedFunction(name, original, _positional_names(original), f"{module_name}.{name}")
+        patched = _ext.PatchedFunction(op, original, _positional_names(original), f"{module_name}.{name}")
     # The registry first: a call through a name patched below must already find the original.
     for path in {module_name, *(p for p, _ in holders)}:
         _ext._register_original(path, name, original)
@@ -182,10 +184,10 @@ def install():
             return sorted(f"{p}.{n}" for p, n in _patches)
         before = set(_patches)
         problems = []
-        for name, paths in _ext._routed_entry_points().items():
+        for op, (name, paths) in _ext._routed_entry_points().items():
             for original in _originals(name, _entry_modules(name, paths, problems)):
                 try:
-                    _patch_entry(name, original, problems)
+                    _patch_entry(op, name, original, problems)
                 except Exception as exc:  # nothing half done: each path is set, or left, whole
                     problems.append(f"{name}: {_one_line(exc)}")
         patched = sorted(f"{p}.{n}" for p, n in _patches)

@@ -230,6 +230,11 @@ ENTRY(flash_attn_func)
 ENTRY(unified_attention)
 ENTRY(paged_attention_decode)
 ENTRY(merge_attn_states)
+ENTRY(triton_flash_attn_varlen_func)
+ENTRY(triton_flash_attn_func)
+ENTRY(mha_batch_prefill_func)
+ENTRY(flash_attn_varlen_fp8_pertensor_func)
+ENTRY(flash_attn_fp8_pertensor_func)
 #undef ENTRY
 
 PyObject* json_to_python(const nlohmann::json& j) {
@@ -280,8 +285,10 @@ PyObject* api_stats(PyObject*, PyObject*) {
   });
 }
 
-// {aiter name: [candidate modules, newest first]} for every AITer entry point the routes serve:
-// what install() patches (the probe's own table, so both look in the same places).
+// {op: (function, [candidate modules, newest first])} for every AITer entry point the routes
+// serve: what install() patches (the probe's own table, so both look in the same places). The
+// function is the name in those modules (Triton's flash_attn_varlen_func for the op
+// triton_flash_attn_varlen_func).
 PyObject* api_routed_entry_points(PyObject*, PyObject*) {
   return guarded([]() -> PyObject* {
     Ref out(check(PyDict_New()));
@@ -293,7 +300,8 @@ PyObject* api_routed_entry_points(PyObject*, PyObject*) {
         Ref text(check(PyUnicode_FromString(m.c_str())));
         if (PyList_Append(modules.get(), text.get()) < 0) throw PythonErrorSet{};
       }
-      if (PyDict_SetItemString(out.get(), sig.aiter_name.c_str(), modules.get()) < 0) throw PythonErrorSet{};
+      Ref entry(check(Py_BuildValue("(sO)", spec->function().c_str(), modules.get())));
+      if (PyDict_SetItemString(out.get(), sig.aiter_name.c_str(), entry.get()) < 0) throw PythonErrorSet{};
     }
     return out.release();
   });
@@ -459,13 +467,25 @@ PyMethodDef methods[] = {
     {"merge_attn_states", VECTORCALL(entry_merge_attn_states), METH_FASTCALL | METH_KEYWORDS,
      "merge_attn_states(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None, sinks=None): "
      "merges two partial attention states (computed without sinks) and adds the sink once."},
+    {"triton_flash_attn_varlen_func", VECTORCALL(entry_triton_flash_attn_varlen_func), METH_FASTCALL | METH_KEYWORDS,
+     "AITer's Triton flash_attn_varlen_func (aiter.ops.triton.attention.mha, sink=), routed to AITer or a fallback."},
+    {"triton_flash_attn_func", VECTORCALL(entry_triton_flash_attn_func), METH_FASTCALL | METH_KEYWORDS,
+     "AITer's Triton flash_attn_func (aiter.ops.triton.attention.mha, sink=), routed to AITer or a fallback."},
+    {"mha_batch_prefill_func", VECTORCALL(entry_mha_batch_prefill_func), METH_FASTCALL | METH_KEYWORDS,
+     "AITer's mha_batch_prefill_func (newest signature: paged prefill over kv_indptr/kv_page_indices or a "
+     "block_table), routed to AITer or a fallback."},
+    {"flash_attn_varlen_fp8_pertensor_func", VECTORCALL(entry_flash_attn_varlen_fp8_pertensor_func),
+     METH_FASTCALL | METH_KEYWORDS,
+     "AITer's flash_attn_varlen_fp8_pertensor_func (newest signature), routed to AITer or refused with the reasons."},
+    {"flash_attn_fp8_pertensor_func", VECTORCALL(entry_flash_attn_fp8_pertensor_func), METH_FASTCALL | METH_KEYWORDS,
+     "AITer's flash_attn_fp8_pertensor_func (newest signature), routed to AITer or refused with the reasons."},
     {"probe", api_probe, METH_NOARGS, "The probe's report of the install, as a dict."},
     {"routes", api_routes, METH_NOARGS, "The routes decided so far, with their features, candidates and calls."},
     {"stats", api_stats, METH_NOARGS,
      "Calls per operation and route target since the last reset(): {op: {target: calls}} (target 'refused' for "
      "calls refused with AiterCompatError)."},
     {"_routed_entry_points", api_routed_entry_points, METH_NOARGS,
-     "{aiter name: [candidate modules]}: the AITer entry points install() puts the routes under."},
+     "{op: (function, [candidate modules])}: the AITer entry points install() puts the routes under."},
     {"_trace_write_counts", api_trace_write_counts, METH_NOARGS,
      "Writes the route trace's counts line now (once per process; AITER_COMPAT_TRACE)."},
     {"_after_fork_in_child", api_after_fork_in_child, METH_NOARGS,

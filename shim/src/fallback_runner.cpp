@@ -72,7 +72,7 @@ gpu::KernelId execute(const Route& route, CallArgs& call, Args& a, const TensorV
 FallbackRun varlen(const Route& route, CallArgs& c, const CallFeatures& f) {
   const OpSignature& sig = c.signature();
   VarlenArgs a;
-  a.batch_layout = f.op == OpId::flash_attn_func;
+  a.batch_layout = c.signature().kind == OpKind::batch;
   const int qi = sig.index_of(Role::q);
   a.q = c.view(qi);
   a.k = view_of(c, Role::k);
@@ -103,10 +103,37 @@ FallbackRun varlen(const Route& route, CallArgs& c, const CallFeatures& f) {
   return run;
 }
 
+// [slots, kv_heads, head_dim] (mha_batch_prefill_func's pages of one slot) as the kernels'
+// [pages, page_size, kv_heads, head_dim] with page_size 1; other views are left as they are.
+TensorView as_pages(TensorView t) {
+  if (t.ndim != 3) return t;
+  t.ndim = 4;
+  for (int i = 3; i >= 2; --i) t.shape[i] = t.shape[i - 1], t.strides[i] = t.strides[i - 1];
+  t.shape[1] = 1, t.strides[1] = t.strides[0];
+  return t;
+}
+
+// mha_batch_prefill_func's page table: a block_table with seqlen_k when given (AITer then reads
+// that), else kv_indptr into kv_page_indices with kv_last_page_lens; and the caller's names.
+void batch_prefill_table(CallArgs& c, PagedArgs& a) {
+  a.k_name = "k", a.v_name = "v";
+  a.k_cache = as_pages(a.k_cache), a.v_cache = as_pages(a.v_cache);
+  if (a.block_table.defined()) {
+    a.seqused_name = "seqlen_k";
+    return;
+  }
+  a.table_name = "kv_page_indices";
+  a.block_table = view_of(c, Role::kv_page_indices);
+  a.kv_indptr = view_of(c, Role::kv_indptr);
+  a.kv_last_page_lens = view_of(c, Role::kv_last_page_lens);
+  a.seqused_k = TensorView{};
+}
+
 FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   const OpSignature& sig = c.signature();
   PagedArgs a;
-  const bool decode = f.op == OpId::paged_attention_decode;
+  const bool decode = c.signature().kind == OpKind::decode;
+  const bool batch_prefill = c.signature().kind == OpKind::batch_prefill;
   const int qi = sig.index_of(Role::q);
   a.q = c.view(qi);
   a.k_cache = view_of(c, Role::k);
@@ -122,6 +149,7 @@ FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   a.k_descale = view_of(c, Role::k_descale);
   a.v_descale = view_of(c, Role::v_descale);
   a.output_scale = view_of(c, Role::output_scale);
+  if (batch_prefill) batch_prefill_table(c, a);
   std::vector<int32_t> arange;  // decode without cu_seqlens_q: one query token per sequence
   const int cu = sig.index_of(Role::cu_seqlens_q);
   if (c.given(cu)) {
@@ -147,7 +175,8 @@ FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   outputs(c, f, {a.q.shape[0], a.q.shape[1], a.v_cache.shape[3]}, {a.q.shape[1], a.q.shape[0]}, a.out, a.lse);
   FallbackRun run;
   run.kernel = execute<PagedArgs>(route, c, a, a.q, cpu::paged_attention, validate_paged);
-  run.returns = !decode ? Returns::nothing : f.return_lse ? Returns::out_and_lse : Returns::out;
+  // unified_attention writes into its out and returns nothing; the others return out (and the LSE).
+  run.returns = !decode && !batch_prefill ? Returns::nothing : f.return_lse ? Returns::out_and_lse : Returns::out;
   return run;
 }
 
@@ -168,12 +197,13 @@ FallbackRun merge(const Route& route, CallArgs& c) {
 }  // namespace
 
 FallbackRun run_fallback(const Route& route, CallArgs& call, const CallFeatures& f) {
-  switch (f.op) {
-    case OpId::flash_attn_varlen_func:
-    case OpId::flash_attn_func: return varlen(route, call, f);
-    case OpId::unified_attention:
-    case OpId::paged_attention_decode: return paged(route, call, f);
-    case OpId::merge_attn_states: return merge(route, call);
+  switch (call.signature().kind) {
+    case OpKind::varlen:
+    case OpKind::batch: return varlen(route, call, f);
+    case OpKind::paged:
+    case OpKind::decode:
+    case OpKind::batch_prefill: return paged(route, call, f);
+    case OpKind::merge: return merge(route, call);
   }
   return {};
 }

@@ -60,11 +60,11 @@ CallFeatures merge_features(const CallArgs& call) {
 
 CallFeatures features_of(const CallArgs& call) {
   const OpSignature& sig = call.signature();
-  if (sig.id == OpId::merge_attn_states) return merge_features(call);
+  if (sig.kind == OpKind::merge) return merge_features(call);
   CallFeatures f;
   f.op = sig.id;
-  const bool paged = sig.id == OpId::unified_attention || sig.id == OpId::paged_attention_decode;
-  const bool batch = sig.id == OpId::flash_attn_func;
+  const bool paged = sig.kind == OpKind::paged || sig.kind == OpKind::decode || sig.kind == OpKind::batch_prefill;
+  const bool batch = sig.kind == OpKind::batch;
   const int qi = sig.index_of(Role::q), ki = sig.index_of(Role::k), vi = sig.index_of(Role::v);
   const std::string &kname = sig.params[ki].name, &vname = sig.params[vi].name;
   TensorMeta q = call.meta(qi, batch), k = call.meta(ki, batch), v = call.meta(vi, batch);
@@ -80,6 +80,15 @@ CallFeatures features_of(const CallArgs& call) {
   f.head_dim_v = static_cast<int32_t>(v.shape[v.ndim - 1]);
   f.q_heads = static_cast<int32_t>(q.shape[q.ndim - 2]);
   f.kv_heads = static_cast<int32_t>(k.shape[k.ndim - 2]);
+  // mha_batch_prefill_func's 5-D "vectorized" caches: k [pages, Hk, D / x, page_size, x],
+  // v [pages, Hk, page_size / x, Dv, x] (x = 16 bytes of elements). AITer's layout; no fallback
+  // kernel reads it.
+  const bool vectorized = sig.kind == OpKind::batch_prefill && k.ndim == 5 && v.ndim == 5;
+  if (vectorized) {
+    f.head_dim_v = static_cast<int32_t>(v.shape[3]);
+    f.kv_heads = static_cast<int32_t>(k.shape[1]);
+    f.kernel_features |= gpu::kVectorizedCache;
+  }
   if (f.kv_heads <= 0 || f.q_heads % f.kv_heads != 0)
     bad(kname, std::to_string(f.kv_heads) + " heads for q's " + std::to_string(f.q_heads),
         "a divisor of q's head count (grouped-query attention)");
@@ -95,7 +104,9 @@ CallFeatures features_of(const CallArgs& call) {
   if (k.device != q.device || v.device != q.device || k.device_id != q.device_id || v.device_id != q.device_id)
     bad(k.device != q.device || k.device_id != q.device_id ? kname : vname, "another device",
         "q's device " + to_string(q.device) + ":" + std::to_string(q.device_id));
-  if (paged) f.block_size = static_cast<int32_t>(k.shape[1]);
+  if (vectorized) f.block_size = static_cast<int32_t>(k.shape[3]);
+  else if (sig.kind == OpKind::batch_prefill && k.ndim == 3) f.block_size = 1;  // [slots, Hk, D]: pages of one
+  else if (paged) f.block_size = static_cast<int32_t>(k.shape[1]);
   if (batch) {
     f.batch_contiguous = q.batch_contiguous && k.batch_contiguous && v.batch_contiguous;
     if (int oi = sig.index_of(Role::out); oi >= 0 && call.given(oi)) f.batch_contiguous &= call.meta(oi, true).batch_contiguous;
@@ -104,10 +115,11 @@ CallFeatures features_of(const CallArgs& call) {
   WindowValue w = call.window(sig.index_of(Role::window));
   f.window_arity = static_cast<int8_t>(w.arity);
   const int ci = sig.index_of(Role::causal);
-  f.causal = sig.id == OpId::paged_attention_decode ? true : ci >= 0 && call.flag(ci);
+  f.causal = sig.kind == OpKind::decode ? true : ci >= 0 && call.flag(ci);
   f.window_left = w.left >= 0;
   f.window_right = w.right >= 0 && !(f.causal && w.right == 0);
   f.window_sink_size = w.sink_size > 0;
+  if (int i = sig.index_of(Role::sink_size); i >= 0) f.window_sink_size = call.integer(i, 0) > 0;
   read_sinks(call, f);
   if (int i = sig.index_of(Role::dropout); i >= 0) f.dropout = call.number(i) != 0.0;
   f.bias = !call.neutral(sig.index_of(Role::bias));
@@ -133,8 +145,8 @@ int family_type(DType q, DType kv, DType out) {
 int family_type(const CallFeatures& f) {
   const DType kv = f.kv_dtype == DType::unsupported ? f.dtype : f.kv_dtype;
   // fp8 caches are the paged ops' (unified_attention's and the paged decode's) alone.
-  const bool paged = f.op == OpId::unified_attention || f.op == OpId::paged_attention_decode;
-  if (is_e4m3(kv) && !paged) return -1;
+  const OpKind kind = signature(f.op).kind;
+  if (is_e4m3(kv) && kind != OpKind::paged && kind != OpKind::decode && kind != OpKind::batch_prefill) return -1;
   return family_type(f.dtype, kv, f.out_dtype);
 }
 

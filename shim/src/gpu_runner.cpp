@@ -133,12 +133,23 @@ gpu::KernelId run_gpu(const PagedArgs& a, void* stream, const GpuOptions& o) {
   p.out_tok = a.out.strides[0], p.out_head = a.out.strides[1];
   if (a.lse.defined()) p.lse_head = a.lse.strides[0], p.lse_tok = a.lse.strides[1];
   p.block_table = static_cast<const int32_t*>(a.block_table.data);
-  p.bt_row = a.block_table.strides[0], p.bt_col = a.block_table.strides[1];
-  p.seqused_k = static_cast<const int32_t*>(a.seqused_k.data);
   p.num_blocks = static_cast<int32_t>(a.k_cache.shape[0]);
   p.block_size = static_cast<int32_t>(a.k_cache.shape[1]);
-  p.max_blocks = static_cast<int32_t>(a.block_table.shape[1]);
-  p.batch = static_cast<int32_t>(a.block_table.shape[0]);
+  if (a.kv_indptr.defined()) {  // CSR: block_table is the 1-D kv_page_indices
+    p.kv_indptr = static_cast<const int32_t*>(a.kv_indptr.data);
+    p.kv_last_page_lens = a.kv_last_page_lens.defined() ? static_cast<const int32_t*>(a.kv_last_page_lens.data) : nullptr;
+    p.num_page_indices = static_cast<int32_t>(a.block_table.shape[0]);
+    p.bt_col = a.block_table.strides[0];
+    p.batch = static_cast<int32_t>(a.kv_indptr.shape[0] - 1);
+    // Pages of the longest sequence (the launch plan's estimate; each sequence reads its own).
+    p.max_blocks = static_cast<int32_t>(a.max_seqlen_k > 0 ? (a.max_seqlen_k + p.block_size - 1) / p.block_size
+                                                           : a.block_table.shape[0]);
+  } else {
+    p.bt_row = a.block_table.strides[0], p.bt_col = a.block_table.strides[1];
+    p.seqused_k = static_cast<const int32_t*>(a.seqused_k.data);
+    p.max_blocks = static_cast<int32_t>(a.block_table.shape[1]);
+    p.batch = static_cast<int32_t>(a.block_table.shape[0]);
+  }
   p.q_descale = a.q_descale.defined() ? static_cast<const float*>(a.q_descale.data) : nullptr;
   p.k_descale = a.k_descale.defined() ? static_cast<const float*>(a.k_descale.data) : nullptr;
   p.v_descale = a.v_descale.defined() ? static_cast<const float*>(a.v_descale.data) : nullptr;

@@ -4,6 +4,7 @@
 
 #include "aiter_compat/gpu_runtime/family_verdicts.hpp"
 #include "aiter_compat/gpu_runtime/kernel_table.hpp"
+#include "aiter_compat/probe/op_table.hpp"
 #include "aiter_compat/shim/selftest.hpp"
 
 namespace aiter_compat {
@@ -49,30 +50,42 @@ bool when_matches(const std::map<std::string, std::vector<std::string>>& when, c
     else if (key == "head_dim_qk") ok = in_ints(values, f.head_dim_qk);
     else if (key == "head_dim_v") ok = in_ints(values, f.head_dim_v);
     else if (key == "window") ok = contains(values, (f.window_left || f.window_right) ? "set" : "none");
+    else if (key == "sink_size") ok = flag(values, f.window_sink_size);  // StreamingLLM's sink_size > 0
     if (!ok) return false;
   }
   return true;
 }
 
 bool refuses_route(const std::string& effect) {
-  return effect == "sinks_ignored" || effect == "assertion_error" || effect == "wrong_result";
+  return effect == "sinks_ignored" || effect == "assertion_error" || effect == "wrong_result" ||
+         effect == "runtime_error";
 }
 
 std::string kernel_name(OpId op) {
-  switch (op) {
-    case OpId::flash_attn_varlen_func: return "varlen_fwd";
-    case OpId::flash_attn_func: return "batch_fwd";
-    case OpId::unified_attention:
-    case OpId::paged_attention_decode: return "paged_fwd";
-    case OpId::merge_attn_states: return "merge_states";
+  switch (signature(op).kind) {
+    case OpKind::varlen: return "varlen_fwd";
+    case OpKind::batch: return "batch_fwd";
+    case OpKind::paged:
+    case OpKind::decode:
+    case OpKind::batch_prefill: return "paged_fwd";
+    case OpKind::merge: return "merge_states";
   }
   return "?";
+}
+
+bool is_merge(OpId op) { return signature(op).kind == OpKind::merge; }
+
+// The Python function an AITer entry point of the op table is (Triton's flash_attn_varlen_func
+// has the key triton_flash_attn_varlen_func).
+std::string function_of(const std::string& aiter_name) {
+  const OpSpec* spec = find_op(aiter_name);
+  return spec ? spec->function() : aiter_name;
 }
 
 // The call as the kernel table sees it; features come separately (named by parameter below).
 gpu::KernelQuery query_of(const CallFeatures& f, const std::string& arch) {
   gpu::KernelQuery q;
-  q.op = f.op == OpId::merge_attn_states ? gpu::KernelOp::merge_states : gpu::KernelOp::attention;
+  q.op = is_merge(f.op) ? gpu::KernelOp::merge_states : gpu::KernelOp::attention;
   q.dtype = family_type(f);
   q.head_dim = f.head_dim_qk, q.head_dim_v = f.head_dim_v;
   q.q_heads = f.q_heads, q.kv_heads = f.kv_heads;
@@ -91,8 +104,11 @@ std::vector<std::string> row_reasons(const gpu::KernelRow& row, const CallFeatur
     const uint32_t lacking = sig.params[i].kernel_features & ~row.features;
     if ((f.nondefault >> i) & 1u && lacking) why.push_back(sig.params[i].name + " is not supported");
   }
-  if ((f.kernel_features & gpu::kStreamingSink) && !(row.features & gpu::kStreamingSink))
+  if ((f.kernel_features & gpu::kStreamingSink) && !(row.features & gpu::kStreamingSink) && sig.index_of(Role::sink_size) < 0)
     why.push_back("window_size sink_size > 0 (StreamingLLM) is not supported");
+  if ((f.kernel_features & gpu::kVectorizedCache) && !(row.features & gpu::kVectorizedCache))
+    why.push_back(sig.params[static_cast<size_t>(sig.index_of(Role::k))].name + " is a 5-D vectorized cache: " +
+                  "this kernel reads [pages, page_size, kv_heads, head_dim] pages (or [slots, kv_heads, head_dim])");
   return why;
 }
 
@@ -179,7 +195,7 @@ Candidate Router::aiter_candidate(const CallFeatures& f, Route* r) const {
     c.reasons.push_back("AITer runs on AMD GPUs (ROCm); the tensors are on " + to_string(f.device));
   // unified_attention (Triton) also takes fp8 e4m3 queries and caches (its descales and
   // output_scale); the other entry points 16-bit floats.
-  const bool fp8_ok = f.op == OpId::unified_attention;
+  const bool fp8_ok = sig.aiter_takes_fp8;
   if (!is_16bit_float(f.dtype) && !(fp8_ok && is_e4m3(f.dtype)))
     c.reasons.push_back(std::string("AITer takes float16") + (fp8_ok ? ", bfloat16 or fp8 e4m3" : " or bfloat16") +
                         ", not " + to_string(f.dtype));
@@ -249,7 +265,7 @@ Candidate Router::gpu_candidate(const CallFeatures& f, std::vector<Candidate>* k
   } else if (!contains(caps_.gpu_fallback_archs, arch)) {
     c.reasons.push_back("no kernel built for " + arch + " (built: " + join(caps_.gpu_fallback_archs, ", ") + ")");
   }
-  const gpu::KernelOp op = f.op == OpId::merge_attn_states ? gpu::KernelOp::merge_states : gpu::KernelOp::attention;
+  const gpu::KernelOp op = is_merge(f.op) ? gpu::KernelOp::merge_states : gpu::KernelOp::attention;
   const gpu::KernelId widest = op == gpu::KernelOp::merge_states ? gpu::KernelId::merge_states : gpu::KernelId::generic;
   for (const auto& row : gpu::kernel_rows()) {
     if (row.device != gpu::KernelDevice::gpu || row.op != op) continue;
@@ -287,7 +303,7 @@ Route Router::decide(const CallFeatures& f) const {
     r.kind = RouteKind::aiter;
     const auto& e = caps_.entries.at(signature(f.op).aiter_name);
     r.module = e.module;
-    r.function = signature(f.op).aiter_name;
+    r.function = function_of(signature(f.op).aiter_name);
     r.target = e.module + "." + r.function;
     r.aiter_params = aiter_route.aiter_params;
     r.window_param = aiter_route.window_param;

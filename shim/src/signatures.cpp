@@ -23,7 +23,7 @@ ParamSpec hint(const char* name, DefaultKind def) { return {name, def, false, tr
 // AITer main's signatures (2026-08-22), which the fronts expose unchanged.
 std::vector<OpSignature> make_signatures() {
   std::vector<OpSignature> s = {
-      {OpId::flash_attn_varlen_func, "flash_attn_varlen_func", "flash_attn_varlen_func", "",
+      {OpId::flash_attn_varlen_func, OpKind::varlen, "flash_attn_varlen_func", "flash_attn_varlen_func", "",
        {P("q", R::q), P("k", R::k), P("v", R::v), P("cu_seqlens_q", R::cu_seqlens_q),
         P("cu_seqlens_k", R::cu_seqlens_k), P("max_seqlen_q", R::max_seqlen_q), P("max_seqlen_k", R::max_seqlen_k),
         hint("min_seqlen_q", D::zero), O("dropout_p", D::zero, R::dropout, k::kDropout),
@@ -34,7 +34,7 @@ std::vector<OpSignature> make_signatures() {
         hint("how_v3_bf16_cvt", D::other), O("block_table", D::none, R::block_table, k::kPagedVarlen),
         O("out", D::none, R::out), O("cu_seqlens_q_padded", D::none, R::none, k::kPaddedSeqlens),
         O("cu_seqlens_k_padded", D::none, R::none, k::kPaddedSeqlens), O("sink_ptr", D::none, R::sinks)}},
-      {OpId::flash_attn_func, "flash_attn_func", "flash_attn_func", "",
+      {OpId::flash_attn_func, OpKind::batch, "flash_attn_func", "flash_attn_func", "",
        {P("q", R::q), P("k", R::k), P("v", R::v), O("dropout_p", D::zero, R::dropout, k::kDropout),
         O("softmax_scale", D::none, R::softmax_scale), O("causal", D::false_, R::causal),
         O("window_size", D::window, R::window), O("bias", D::none, R::bias, k::kBias),
@@ -43,7 +43,7 @@ std::vector<OpSignature> make_signatures() {
         hint("how_v3_bf16_cvt", D::other), O("cu_seqlens_q", D::none, R::none, k::kBatchVarlen),
         O("cu_seqlens_kv", D::none, R::none, k::kBatchVarlen), O("sink_ptr", D::none, R::sinks),
         hint("num_splits", D::zero)}},
-      {OpId::unified_attention, "unified_attention", "unified_attention", "",
+      {OpId::unified_attention, OpKind::paged, "unified_attention", "unified_attention", "",
        {P("q", R::q), P("k", R::k), P("v", R::v), P("out", R::out), P("cu_seqlens_q", R::cu_seqlens_q),
         P("max_seqlen_q", R::max_seqlen_q), P("seqused_k", R::seqused_k), P("max_seqlen_k", R::max_seqlen_k),
         P("softmax_scale", R::softmax_scale), P("causal", R::causal), P("window_size", D::window, R::window),
@@ -53,9 +53,10 @@ std::vector<OpSignature> make_signatures() {
         O("alibi_slopes", D::none, R::alibi, k::kAlibi), O("output_scale", D::none, R::output_scale),
         O("qq_bias", D::none, R::bias, k::kBias), O("sinks", D::none, R::sinks),
         O("shuffled_kv_cache", D::false_, R::none, k::kShuffledCache),
-        O("skip_reduce", D::false_, R::none, k::kShuffledCache)}},
+        O("skip_reduce", D::false_, R::none, k::kShuffledCache)},
+       true},
       // Ours: decode (and extend) over a paged cache with sinks, which no AITer kernel offers.
-      {OpId::paged_attention_decode, "paged_attention_decode", "",
+      {OpId::paged_attention_decode, OpKind::decode, "paged_attention_decode", "",
        "AITer has no entry point for this: its paged decode kernels (pa_fwd_asm, paged_attention_v1) take no "
        "sinks and a different calling convention",
        {P("q", R::q), P("k_cache", R::k), P("v_cache", R::v), P("block_table", R::block_table),
@@ -68,10 +69,64 @@ std::vector<OpSignature> make_signatures() {
         O("v_descale", D::none, R::v_descale), O("output_scale", D::none, R::output_scale)}},
       // Ours, shaped as vLLM's merge_attn_states, plus sinks: merges two partial attention states
       // (chunked prefill) and adds the sink exactly once.
-      {OpId::merge_attn_states, "merge_attn_states", "", "AITer has no sink-aware merge of attention states",
+      {OpId::merge_attn_states, OpKind::merge, "merge_attn_states", "", "AITer has no sink-aware merge of attention states",
        {P("output", R::output), P("prefix_output", R::prefix_output), P("prefix_lse", R::prefix_lse),
         P("suffix_output", R::suffix_output), P("suffix_lse", R::suffix_lse),
         O("output_lse", D::none, R::output_lse), O("sinks", D::none, R::sinks)}},
+      // AITer's Triton flash attention (aiter.ops.triton.attention.mha; aiter.ops.triton.mha before
+      // v0.1.10): the same computation as CK's names, its sink named `sink` (from v0.1.8), its window
+      // (left, right), its `config` a tuning dict that changes no result.
+      {OpId::triton_flash_attn_varlen_func, OpKind::varlen, "triton_flash_attn_varlen_func",
+       "triton_flash_attn_varlen_func", "",
+       {P("q", R::q), P("k", R::k), P("v", R::v), P("cu_seqlens_q", R::cu_seqlens_q),
+        P("cu_seqlens_k", R::cu_seqlens_k), P("max_seqlen_q", R::max_seqlen_q), P("max_seqlen_k", R::max_seqlen_k),
+        O("dropout_p", D::zero, R::dropout, k::kDropout), O("softmax_scale", D::none, R::softmax_scale),
+        O("causal", D::false_, R::causal), O("window_size", D::window, R::window), O("bias", D::none, R::bias, k::kBias),
+        O("alibi_slopes", D::none, R::alibi, k::kAlibi), hint("deterministic", D::false_),
+        O("return_lse", D::false_, R::return_lse), O("return_attn_probs", D::false_, R::return_attn_probs, k::kAttnProbs),
+        O("block_table", D::none, R::block_table, k::kPagedVarlen), O("out", D::none, R::out),
+        O("sink", D::none, R::sinks), hint("config", D::none)}},
+      {OpId::triton_flash_attn_func, OpKind::batch, "triton_flash_attn_func", "triton_flash_attn_func", "",
+       {P("q", R::q), P("k", R::k), P("v", R::v), O("dropout_p", D::zero, R::dropout, k::kDropout),
+        O("softmax_scale", D::none, R::softmax_scale), O("causal", D::false_, R::causal),
+        O("window_size", D::window, R::window), O("bias", D::none, R::bias, k::kBias),
+        O("alibi_slopes", D::none, R::alibi, k::kAlibi), hint("deterministic", D::other),
+        O("return_lse", D::false_, R::return_lse), O("return_attn_probs", D::false_, R::return_attn_probs, k::kAttnProbs),
+        O("sink", D::none, R::sinks), hint("config", D::none)}},
+      // AITer's paged prefill (CK): a CSR page table (kv_indptr into kv_page_indices, the last
+      // page's fill in kv_last_page_lens) or, from v0.1.19, a [batch, pages] block_table with
+      // seqlen_k; sink_ptr from v0.1.10; k/v [pages, page_size, Hk, D], [slots, Hk, D] (page size
+      // 1) or 5-D "vectorized".
+      {OpId::mha_batch_prefill_func, OpKind::batch_prefill, "mha_batch_prefill_func", "mha_batch_prefill_func", "",
+       {P("q", R::q), P("k", R::k), P("v", R::v), P("cu_seqlens_q", R::cu_seqlens_q), P("kv_indptr", R::kv_indptr),
+        P("kv_page_indices", R::kv_page_indices), P("max_seqlen_q", R::max_seqlen_q), P("max_seqlen_k", R::max_seqlen_k),
+        O("dropout_p", D::zero, R::dropout, k::kDropout), O("softmax_scale", D::none, R::softmax_scale),
+        O("logits_soft_cap", D::zero, R::softcap, k::kSoftcap), O("causal", D::false_, R::causal),
+        O("window_size", D::window, R::window), O("alibi_slopes", D::none, R::alibi, k::kAlibi),
+        hint("deterministic", D::false_), O("return_lse", D::false_, R::return_lse),
+        O("return_attn_probs", D::false_, R::return_attn_probs, k::kAttnProbs), O("out", D::none, R::out),
+        O("kv_last_page_lens", D::none, R::kv_last_page_lens), O("block_table", D::none, R::block_table),
+        O("seqlen_k", D::none, R::seqused_k), O("q_descale", D::none, R::q_descale),
+        O("k_descale", D::none, R::k_descale), O("v_descale", D::none, R::v_descale),
+        O("kv_block_descale", D::none, R::none, k::kDescale), O("sink_ptr", D::none, R::sinks),
+        O("sink_size", D::zero, R::sink_size, k::kStreamingSink)}},
+      // fp8 e4m3 q/k/v with per-tensor descales (CK or the ASM v3 kernel); no fallback kernel
+      // takes fp8 varlen inputs, so a call AITer cannot serve correctly is refused.
+      {OpId::flash_attn_varlen_fp8_pertensor_func, OpKind::varlen, "flash_attn_varlen_fp8_pertensor_func",
+       "flash_attn_varlen_fp8_pertensor_func", "",
+       {P("q", R::q), P("k", R::k), P("v", R::v), P("q_descale", R::q_descale), P("k_descale", R::k_descale),
+        P("v_descale", R::v_descale), P("cu_seqlens_q", R::cu_seqlens_q), P("cu_seqlens_k", R::cu_seqlens_k),
+        P("max_seqlen_q", R::max_seqlen_q), P("max_seqlen_k", R::max_seqlen_k), hint("min_seqlen_q", D::zero),
+        O("logits_soft_cap", D::zero, R::softcap, k::kSoftcap), O("causal", D::false_, R::causal),
+        O("window_size", D::window, R::window), O("softmax_scale", D::none, R::softmax_scale),
+        O("sink_ptr", D::none, R::sinks)},
+       true},
+      {OpId::flash_attn_fp8_pertensor_func, OpKind::batch, "flash_attn_fp8_pertensor_func",
+       "flash_attn_fp8_pertensor_func", "",
+       {P("q", R::q), P("k", R::k), P("v", R::v), P("q_descale", R::q_descale), P("k_descale", R::k_descale),
+        P("v_descale", R::v_descale), O("causal", D::false_, R::causal), O("window_size", D::window, R::window),
+        O("softmax_scale", D::none, R::softmax_scale), O("sink_ptr", D::none, R::sinks)},
+       true},
   };
   for (auto& sig : s) {
     if (sig.params.size() > kMaxParams) throw std::logic_error(sig.name + " has more parameters than kMaxParams");

@@ -198,9 +198,9 @@ void check_paged_dtypes(const PagedArgs& a) {
     bad("q", "dtype " + dtype_name(a.q), "float16, bfloat16, float32, or float8_e4m3fn / float8_e4m3fnuz over a cache of the same");
   const bool fp8_cache = is_e4m3(a.k_cache.dtype);
   if (a.k_cache.dtype != a.q.dtype && !(fp8_cache && is_16bit_float(a.q.dtype)))
-    bad("k_cache", "dtype " + dtype_name(a.k_cache),
+    bad(a.k_name, "dtype " + dtype_name(a.k_cache),
         "q's dtype " + to_string(a.q.dtype) + (is_16bit_float(a.q.dtype) ? ", or float8_e4m3fn / float8_e4m3fnuz" : ""));
-  need_dtype("v_cache", a.v_cache, a.k_cache.dtype);
+  need_dtype(a.v_name, a.v_cache, a.k_cache.dtype);
   if (!a.out.defined()) return;
   if (!fp8_cache) return need_dtype("out", a.out, a.q.dtype);
   const bool ok = a.out.dtype == a.k_cache.dtype || (is_16bit_float(a.q.dtype) ? a.out.dtype == a.q.dtype : is_16bit_float(a.out.dtype));
@@ -218,73 +218,132 @@ void check_output_scale(const TensorView& t, const TensorView& q) {
   if (t.numel() != 1) bad("output_scale", "shape " + t.shape_text(), "one element");
 }
 
+namespace {
+
+// The page table: [batch, max_blocks] with seqused_k, or (kv_indptr given) CSR over the 1-D
+// kv_page_indices. Contents are read only for host tensors.
+void check_page_table(const PagedArgs& a, int64_t batch, int64_t nblocks, int64_t bs, bool read) {
+  const char* table = a.table_name;
+  need_defined(table, a.block_table);
+  need_dtype(table, a.block_table, DType::i32);
+  need_same_device(table, a.block_table, a.q);
+  const bool csr = a.kv_indptr.defined();
+  if (csr) {
+    need_ndim(table, a.block_table, 1, "[total pages] (the pages of every sequence, kv_indptr's order)");
+    need_dtype("kv_indptr", a.kv_indptr, DType::i32);
+    need_ndim("kv_indptr", a.kv_indptr, 1, "[batch + 1]");
+    need_dim("kv_indptr", a.kv_indptr, 0, batch + 1, "batch + 1, from cu_seqlens_q");
+    need_same_device("kv_indptr", a.kv_indptr, a.q);
+    if (a.kv_last_page_lens.defined()) {
+      need_dtype("kv_last_page_lens", a.kv_last_page_lens, DType::i32);
+      need_ndim("kv_last_page_lens", a.kv_last_page_lens, 1, "[batch]");
+      need_dim("kv_last_page_lens", a.kv_last_page_lens, 0, batch, "batch, from cu_seqlens_q");
+      need_same_device("kv_last_page_lens", a.kv_last_page_lens, a.q);
+    } else if (bs > 1) {
+      bad("kv_last_page_lens", "None", "int32 [batch] (keys in each sequence's last page) for page size " + str(bs) +
+                                           " > 1");
+    }
+  } else {
+    need_defined(a.seqused_name, a.seqused_k);
+    need_dtype(a.seqused_name, a.seqused_k, DType::i32);
+    need_ndim(a.seqused_name, a.seqused_k, 1, "[batch]");
+    need_dim(a.seqused_name, a.seqused_k, 0, batch, "batch, from cu_seqlens_q");
+    need_same_device(a.seqused_name, a.seqused_k, a.q);
+    need_ndim(table, a.block_table, 2, "[batch, max_blocks_per_sequence]");
+    need_dim(table, a.block_table, 0, batch, "batch, from cu_seqlens_q");
+  }
+  if (!read || !host_readable(a.block_table) || !host_readable(a.cu_seqlens_q) ||
+      !host_readable(csr ? a.kv_indptr : a.seqused_k) || (a.kv_last_page_lens.defined() && !host_readable(a.kv_last_page_lens)))
+    return;
+  const int64_t entries = csr ? a.block_table.shape[0] : 0;
+  if (csr && at_i32(a.kv_indptr, 0) != 0) bad("kv_indptr", "first entry " + str(at_i32(a.kv_indptr, 0)), "0");
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t ctx = 0, first = 0;
+    std::string where;
+    if (csr) {
+      first = at_i32(a.kv_indptr, b);
+      const int64_t end = at_i32(a.kv_indptr, b + 1);
+      if (end < first || end > entries)
+        bad("kv_indptr[" + str(b + 1) + "]", str(end),
+            "in [" + str(first) + ", " + str(entries) + "] (non-decreasing, within kv_page_indices' " + str(entries) + " entries)");
+      const int64_t pages = end - first;
+      ctx = pages * bs;
+      if (a.kv_last_page_lens.defined() && pages > 0) {
+        const int64_t last = at_i32(a.kv_last_page_lens, b);
+        if (last < 1 || last > bs)
+          bad("kv_last_page_lens[" + str(b) + "]", str(last), "in [1, " + str(bs) + "] (keys in the last page)");
+        ctx -= bs - last;
+      }
+      where = "kv_indptr";
+    } else {
+      ctx = at_i32(a.seqused_k, b);
+      where = std::string(a.seqused_name) + "[" + str(b) + "]";
+      const int64_t max_blocks = a.block_table.shape[1];
+      if (ctx > max_blocks * bs)
+        bad(where, str(ctx), "at most " + str(max_blocks * bs) + " (" + table + " columns x block size)");
+    }
+    const int64_t qlen = at_i32(a.cu_seqlens_q, b + 1) - at_i32(a.cu_seqlens_q, b);
+    if (ctx < qlen)
+      bad(where, csr ? "sequence " + str(b) + " with " + str(ctx) + " keys" : str(ctx),
+          "at least the sequence's " + str(qlen) + " new query tokens");
+    if (a.max_seqlen_k >= 0 && ctx > a.max_seqlen_k) bad("max_seqlen_k", str(a.max_seqlen_k), "at least " + str(ctx));
+    for (int64_t i = 0; i < (ctx + bs - 1) / bs; ++i) {
+      const auto* t = static_cast<const int32_t*>(a.block_table.data);
+      const int64_t blk = csr ? t[(first + i) * a.block_table.strides[0]]
+                              : t[b * a.block_table.strides[0] + i * a.block_table.strides[1]];
+      if (blk < 0 || blk >= nblocks)
+        bad(std::string(table) + "[" + (csr ? str(first + i) : str(b) + ", " + str(i)) + "]", str(blk),
+            "a block index in [0, " + str(nblocks) + ")");
+    }
+  }
+}
+
+}  // namespace
+
 void validate_paged(const PagedArgs& a, bool read) {
+  const char *kn = a.k_name, *vn = a.v_name;
   need_defined("q", a.q);
-  need_defined("k_cache", a.k_cache);
-  need_defined("v_cache", a.v_cache);
+  need_defined(kn, a.k_cache);
+  need_defined(vn, a.v_cache);
   check_paged_dtypes(a);
   need_ndim("q", a.q, 3, "[tokens, heads, head_dim]");
-  need_ndim("k_cache", a.k_cache, 4, "[num_blocks, block_size, kv_heads, head_dim] (NHD)");
-  need_ndim("v_cache", a.v_cache, 4, "[num_blocks, block_size, kv_heads, head_dim] (NHD)");
+  need_ndim(kn, a.k_cache, 4, "[num_blocks, block_size, kv_heads, head_dim] (NHD)");
+  need_ndim(vn, a.v_cache, 4, "[num_blocks, block_size, kv_heads, head_dim] (NHD)");
   const int64_t hq = a.q.shape[1], hk = a.k_cache.shape[2], nblocks = a.k_cache.shape[0], bs = a.k_cache.shape[1];
-  need_dim("k_cache", a.k_cache, 3, a.q.shape[2], "q's head_dim");
-  for (int i = 0; i < 3; ++i) need_dim("v_cache", a.v_cache, i, a.k_cache.shape[i], "as k_cache");
+  need_dim(kn, a.k_cache, 3, a.q.shape[2], "q's head_dim");
+  for (int i = 0; i < 3; ++i) need_dim(vn, a.v_cache, i, a.k_cache.shape[i], std::string("as ") + kn);
   if (hk == 0 || hq % hk != 0)
-    bad("k_cache", str(hk) + " kv heads for q's " + str(hq), "a divisor of q's head count (grouped-query attention)");
-  if (bs < 1) bad("k_cache", "block size " + str(bs), "at least 1");
-  for (auto [name, t] : {std::pair{"q", &a.q}, {"k_cache", &a.k_cache}, {"v_cache", &a.v_cache}})
+    bad(kn, str(hk) + " kv heads for q's " + str(hq), "a divisor of q's head count (grouped-query attention)");
+  if (bs < 1) bad(kn, "block size " + str(bs), "at least 1");
+  for (auto [name, t] : {std::pair{"q", &a.q}, {kn, &a.k_cache}, {vn, &a.v_cache}})
     need_inner_contiguous(name, *t);
-  need_same_device("k_cache", a.k_cache, a.q);
-  need_same_device("v_cache", a.v_cache, a.q);
+  need_same_device(kn, a.k_cache, a.q);
+  need_same_device(vn, a.v_cache, a.q);
   check_scalars(a.softmax_scale, a.window, a.softcap);
   check_cu_seqlens("cu_seqlens_q", a.cu_seqlens_q, -1, a.q.shape[0], "q's token count", a.max_seqlen_q,
                    "max_seqlen_q", read);
   need_same_device("cu_seqlens_q", a.cu_seqlens_q, a.q);
   const int64_t batch = a.cu_seqlens_q.shape[0] - 1;
-  need_defined("seqused_k", a.seqused_k);
-  need_dtype("seqused_k", a.seqused_k, DType::i32);
-  need_ndim("seqused_k", a.seqused_k, 1, "[batch]");
-  need_dim("seqused_k", a.seqused_k, 0, batch, "batch, from cu_seqlens_q");
-  need_same_device("seqused_k", a.seqused_k, a.q);
-  need_defined("block_table", a.block_table);
-  need_dtype("block_table", a.block_table, DType::i32);
-  need_ndim("block_table", a.block_table, 2, "[batch, max_blocks_per_sequence]");
-  need_dim("block_table", a.block_table, 0, batch, "batch, from cu_seqlens_q");
-  need_same_device("block_table", a.block_table, a.q);
   check_sinks(a.sinks, hq, a.q, read);
   check_descale("q_descale", a.q_descale, 1, 1, a.q);
   check_descale("k_descale", a.k_descale, batch, hk, a.q);
   check_descale("v_descale", a.v_descale, batch, hk, a.q);
   check_output_scale(a.output_scale, a.q);
+  check_page_table(a, batch, nblocks, bs, false);  // shapes first; contents after out and lse
   if (a.out.defined()) {
     need_ndim("out", a.out, 3, "[tokens, heads, head_dim]");
     need_dim("out", a.out, 0, a.q.shape[0], "q's tokens");
     need_dim("out", a.out, 1, hq, "q's heads");
-    need_dim("out", a.out, 2, a.v_cache.shape[3], "v_cache's head_dim");
+    need_dim("out", a.out, 2, a.v_cache.shape[3], std::string(vn) + "'s head_dim");
     need_inner_contiguous("out", a.out);
     need_same_device("out", a.out, a.q);
-    need_no_overlap("out", a.out, {{"q", &a.q}, {"k_cache", &a.k_cache}, {"v_cache", &a.v_cache},
-                                   {"block_table", &a.block_table}, {"seqused_k", &a.seqused_k}, {"sinks", &a.sinks},
-                                   {"output_scale", &a.output_scale}});
+    need_no_overlap("out", a.out, {{"q", &a.q}, {kn, &a.k_cache}, {vn, &a.v_cache},
+                                   {a.table_name, &a.block_table}, {a.seqused_name, &a.seqused_k},
+                                   {"kv_indptr", &a.kv_indptr}, {"kv_last_page_lens", &a.kv_last_page_lens},
+                                   {"sinks", &a.sinks}, {"output_scale", &a.output_scale}});
   }
   check_lse(a.lse, a.q, {hq, a.q.shape[0]}, "[heads, tokens]");
-  if (!read || !host_readable(a.seqused_k) || !host_readable(a.block_table) || !host_readable(a.cu_seqlens_q)) return;
-  const int64_t max_blocks = a.block_table.shape[1];
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t ctx = at_i32(a.seqused_k, b);
-    int64_t qlen = at_i32(a.cu_seqlens_q, b + 1) - at_i32(a.cu_seqlens_q, b);
-    std::string where = "seqused_k[" + str(b) + "]";
-    if (ctx < qlen) bad(where, str(ctx), "at least the sequence's " + str(qlen) + " new query tokens");
-    if (ctx > max_blocks * bs)
-      bad(where, str(ctx), "at most " + str(max_blocks * bs) + " (block_table columns x block size)");
-    if (a.max_seqlen_k >= 0 && ctx > a.max_seqlen_k) bad("max_seqlen_k", str(a.max_seqlen_k), "at least " + str(ctx));
-    const auto* row = static_cast<const int32_t*>(a.block_table.data) + b * a.block_table.strides[0];
-    for (int64_t i = 0; i < (ctx + bs - 1) / bs; ++i) {
-      int64_t blk = row[i * a.block_table.strides[1]];
-      if (blk < 0 || blk >= nblocks)
-        bad("block_table[" + str(b) + ", " + str(i) + "]", str(blk), "a block index in [0, " + str(nblocks) + ")");
-    }
-  }
+  if (read) check_page_table(a, batch, nblocks, bs, true);
 }
 
 void validate_merge(const MergeArgs& a, bool read) {

@@ -65,8 +65,14 @@ inline void emulate_attention(const ac_attention_params& p) {
   a.q = q, a.out = out, a.lse = lse, a.sinks = sinks;
   a.k_cache = emulated_view(p.k, t, {p.num_blocks, p.block_size, p.hk, p.head_dim}, {p.k_tok, p.k_slot, p.k_head, 1});
   a.v_cache = emulated_view(p.v, t, {p.num_blocks, p.block_size, p.hk, p.head_dim_v}, {p.v_tok, p.v_slot, p.v_head, 1});
-  a.seqused_k = emulated_view(p.seqused_k, DType::i32, {p.batch}, {1});
-  a.block_table = emulated_view(p.block_table, DType::i32, {p.batch, p.max_blocks}, {p.bt_row, p.bt_col});
+  if (p.kv_indptr) {
+    a.kv_indptr = emulated_view(p.kv_indptr, DType::i32, {p.batch + 1}, {1});
+    if (p.kv_last_page_lens) a.kv_last_page_lens = emulated_view(p.kv_last_page_lens, DType::i32, {p.batch}, {1});
+    a.block_table = emulated_view(p.block_table, DType::i32, {p.num_page_indices}, {p.bt_col});
+  } else {
+    a.seqused_k = emulated_view(p.seqused_k, DType::i32, {p.batch}, {1});
+    a.block_table = emulated_view(p.block_table, DType::i32, {p.batch, p.max_blocks}, {p.bt_row, p.bt_col});
+  }
   if (p.cu_seqlens_q) {
     a.cu_seqlens_q = emulated_view(p.cu_seqlens_q, DType::i32, {p.batch + 1}, {1});
   } else {

@@ -64,6 +64,17 @@ const std::vector<Row>& rows() {
       {"unified-attention-causal-only", "0.1.6.post2", nullptr, "applies", ""},
       {"unified-attention-causal-only", "0.1.20.post1", "gfx942", "applies", ""},
       {"unified-attention-causal-only", "0.1.6.post1", nullptr, "absent", "version"},  // not present yet
+      {"batch-prefill-sink-needs-sink-size", "0.1.14", nullptr, "applies", ""},
+      {"batch-prefill-sink-needs-sink-size", "main", "gfx942", "applies", ""},
+      {"batch-prefill-sink-needs-sink-size", "0.1.13.post1", "gfx942", "absent", "version"},
+      {"fp8-v3-asm-drops-sinks", "0.1.19", "gfx942", "applies", ""},
+      {"fp8-v3-asm-drops-sinks", "0.1.20.post1", "gfx950", "applies", ""},
+      {"fp8-v3-asm-drops-sinks", "0.1.20.post1", nullptr, "possible", "arch"},
+      {"fp8-v3-asm-drops-sinks", "0.1.18", "gfx942", "absent", "version"},
+      {"fp8-v3-asm-drops-sinks", "0.1.19", "gfx90a", "absent", "arch"},
+      {"fp8-v3-asm-drops-sinks-d256", "0.1.19", "gfx950", "applies", ""},
+      {"fp8-v3-asm-drops-sinks-d256", "0.1.18", "gfx950", "absent", "version"},
+      {"fp8-v3-asm-drops-sinks-d256", "0.1.19", "gfx942", "absent", "arch"},
   };
   return table;
 }
@@ -91,13 +102,17 @@ TEST(Quirks, EveryQuirkInTheMatrixHasMustNotApplyRows) {
 }
 
 // requires_param: a release in range whose entry point lacks the parameter (a build that
-// reports 0.1.12 but an older signature) does not get the quirk; the same report with the
-// parameter does.
+// reports a release in range but an older signature) does not get the quirk; the same report
+// with the parameter does.
 TEST(Quirks, RequiredParameterMissingMeansNoQuirk) {
   for (const MatrixQuirk& q : CompatMatrix::builtin().quirks()) {
     if (q.requires_param.empty()) continue;
     SCOPED_TRACE(q.id);
-    ProbeReport r = report_for_release("0.1.12", "gfx942");
+    std::string in_range;  // the oldest release the quirk covers
+    for (const auto& rel : CompatMatrix::builtin().releases())
+      if (in_range.empty() && q.versions.contains(rel.version)) in_range = rel.version.text;
+    ASSERT_FALSE(in_range.empty());
+    ProbeReport r = report_for_release(in_range.c_str(), q.archs.empty() ? "gfx942" : q.archs.front().c_str());
     r.quirks = match_quirks(CompatMatrix::builtin(), r);
     ASSERT_EQ(status_of(r, q.id), "applies");
     for (auto& op : r.ops) {

@@ -118,8 +118,8 @@ TEST(RequireSinks, OneEntryPoint) {
   EXPECT_TRUE(check_requirement(report_for("0.1.10"), "sinks:unified_attention").met());
   RequirementCheck pa = check_requirement(report_for("0.1.20.post1", "gfx942", {"gfx942"}), "sinks:pa_fwd_asm");
   EXPECT_FALSE(pa.met());
-  EXPECT_TRUE(any_contains(pa.unmet, "pa_fwd_asm: aiter pa_fwd_asm: sinks unsupported (AITer's paged decode kernels "
-                                     "have never taken sinks)"))
+  EXPECT_TRUE(any_contains(pa.unmet, "pa_fwd_asm: aiter pa_fwd_asm: sinks unsupported (this ASM paged decode has "
+                                     "never taken sinks (pa_decode_gluon and pa_decode_bf16_asm"))
       << ::testing::PrintToString(pa.unmet);
   EXPECT_TRUE(any_contains(pa.unmet, "pa_fwd_asm: fallback: aiter_compat has no call named pa_fwd_asm"));
   RequirementCheck varlen = check_requirement(report_for("0.1.5", "gfx942", {"gfx942"}), "sinks:flash_attn_varlen_func");

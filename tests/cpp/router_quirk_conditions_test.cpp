@@ -19,7 +19,7 @@ namespace {
 
 // The effects that take a route away from AITer (the others are reported, not routed on); see
 // docs/compat-matrix.md.
-const std::set<std::string> kRoutedEffects = {"sinks_ignored", "assertion_error", "wrong_result"};
+const std::set<std::string> kRoutedEffects = {"sinks_ignored", "assertion_error", "wrong_result", "runtime_error"};
 
 // An install with every entry point (the newest release's), on a GPU every quirk names, with
 // only the quirk under test.
@@ -30,8 +30,8 @@ Router router_with(const MatrixQuirk& q) {
 }
 
 OpId op_named(const std::string& name) {
-  for (OpId op : {OpId::flash_attn_varlen_func, OpId::flash_attn_func, OpId::unified_attention})
-    if (signature(op).aiter_name == name) return op;
+  for (const OpSignature& sig : all_signatures())
+    if (sig.aiter_name == name) return sig.id;
   ADD_FAILURE() << "no public op calls AITer's " << name;
   return OpId::flash_attn_varlen_func;
 }
@@ -64,6 +64,7 @@ struct Conditions {
     else if (key == "head_dim_qk") f.head_dim_qk = std::stoi(v);
     else if (key == "head_dim_v") f.head_dim_v = std::stoi(v);
     else if (key == "window") f.window_left = v == "set", f.window_right = false;
+    else if (key == "sink_size") f.window_sink_size = v == "true";
     else return false;
     return true;
   }
@@ -84,6 +85,7 @@ struct Conditions {
     else if (key == "alibi") flip(&CallFeatures::alibi);
     else if (key == "dropout") flip(&CallFeatures::dropout);
     else if (key == "softcap") flip(&CallFeatures::softcap);
+    else if (key == "sink_size") flip(&CallFeatures::window_sink_size);
     else if (key == "dtype") {
       for (DType t : {DType::bf16, DType::f16, DType::f32})
         if (!listed(values, dtype_word(t))) {
@@ -151,8 +153,9 @@ TEST(RouterQuirkConditions, EveryConditionOfEveryRoutedQuirkDecides) {
       }
     }
     // An op the quirk does not name is never kept from AITer by it.
-    for (OpId op : {OpId::flash_attn_varlen_func, OpId::flash_attn_func, OpId::unified_attention}) {
-      if (listed(q.ops, signature(op).aiter_name)) continue;
+    for (const OpSignature& sig : all_signatures()) {
+      const OpId op = sig.id;
+      if (sig.aiter_name.empty() || listed(q.ops, sig.aiter_name)) continue;
       CallFeatures f = plain_call(op);
       for (const auto& [key, values] : q.when) Conditions::meet(key, values, f);
       EXPECT_FALSE(quirk_reason(router.route(f), q.id)) << q.id << " on " << signature(op).aiter_name;

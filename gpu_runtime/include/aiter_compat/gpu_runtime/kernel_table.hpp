@@ -30,6 +30,8 @@ enum KernelFeature : uint32_t {
   kStreamingSink = 1u << 8,    // window_size's sink_size > 0 (StreamingLLM)
   kBatchVarlen = 1u << 9,      // flash_attn_func with cu_seqlens
   kShuffledCache = 1u << 10,   // shuffled_kv_cache, skip_reduce
+  kVectorizedCache = 1u << 11, // 5-D "vectorized" K/V caches (mha_batch_prefill_func's)
+  kLastKernelFeature = kVectorizedCache,
 };
 std::string feature_name(KernelFeature f);
 

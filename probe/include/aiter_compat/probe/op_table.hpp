@@ -7,10 +7,18 @@
 namespace aiter_compat {
 
 struct OpSpec {
-  std::string name;
+  std::string name;                  // the key in reports, the matrix and --require sinks:NAME
   std::vector<std::string> modules;  // candidate defining modules, newest location first
-  std::string sink_param;            // "sink_ptr", "sinks", or "" for ops that never took sinks
+  std::string sink_param;            // "sink_ptr", "sinks", "sink", or "" for ops that never took sinks
   std::string no_sink_reason;        // why an op without sink_param cannot take sinks
+  // The Python function's name where it differs from the key: AITer has two functions called
+  // flash_attn_varlen_func (CK's in aiter.ops.mha, Triton's in aiter.ops.triton.attention.mha).
+  std::string function_name = {};
+  // Where a search by name may look when the known modules miss (a module prefix; "" for the
+  // whole package): Triton's mha must never be "found" as CK's function of the same name.
+  std::string search_within = {};
+
+  const std::string& function() const { return function_name.empty() ? name : function_name; }
 };
 
 const std::vector<OpSpec>& attention_ops();

@@ -63,6 +63,16 @@ struct PagedArgs {
   // Decode without cu_seqlens_q: query token t is sequence t. cu_seqlens_q then holds a host
   // arange for the CPU kernel; the GPU kernels ignore it.
   bool one_query_per_sequence = false;
+  // mha_batch_prefill_func's page table as CSR, when kv_indptr is given (int32 [batch + 1]):
+  // sequence b's pages are block_table[kv_indptr[b] .. kv_indptr[b + 1]) (block_table is then the
+  // 1-D kv_page_indices), its keys (pages - 1) x block_size + kv_last_page_lens[b] (int32
+  // [batch]; every page whole without it, as for block size 1); seqused_k is not used.
+  TensorView kv_indptr, kv_last_page_lens;
+  // The caller's names of the cache parameters, for errors.
+  const char* k_name = "k_cache";
+  const char* v_name = "v_cache";
+  const char* table_name = "block_table";
+  const char* seqused_name = "seqused_k";
 };
 
 // merge_attn_states: two partial states of the same queries over disjoint keys (outputs

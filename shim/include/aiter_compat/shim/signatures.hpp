@@ -16,8 +16,25 @@ enum class OpId : uint8_t {
   unified_attention,
   paged_attention_decode,
   merge_attn_states,
+  triton_flash_attn_varlen_func,  // AITer's Triton flash_attn_varlen_func (aiter.ops.triton.attention.mha)
+  triton_flash_attn_func,         // AITer's Triton flash_attn_func
+  mha_batch_prefill_func,         // AITer's paged prefill/extend (CK), SGLang's extend
+  flash_attn_varlen_fp8_pertensor_func,  // fp8 q/k/v with per-tensor descales
+  flash_attn_fp8_pertensor_func,
 };
-constexpr int kOpCount = 5;
+constexpr int kOpCount = 10;
+
+// What an op computes, whichever entry point it is: the core reads features, makes kernel
+// arguments and picks kernels by this, so an entry point that is another name (or another
+// library's signature) for the same computation is one more table row, not a new code path.
+enum class OpKind : uint8_t {
+  varlen,  // packed varlen q/k/v ([tokens, heads, dim]) with cu_seqlens
+  batch,   // [batch, seqlen, heads, dim] q/k/v
+  paged,   // q over a paged NHD cache with cu_seqlens_q, seqused_k and a block table
+  decode,  // paged, causal, one query per sequence unless cu_seqlens_q is given
+  batch_prefill,  // paged with a CSR page table (kv_indptr) or a block table, causal or not; returns out
+  merge,   // two partial attention states into one
+};
 
 // The value that means "not used": for optional parameters their default; for the required
 // parameters of unified_attention that callers pass as None or 0, that neutral value.
@@ -38,6 +55,8 @@ enum class Role : uint8_t {
   q_descale, k_descale, v_descale,  // unified_attention's descales (scores and outputs scaled by them)
   output_scale,                     // outputs divided by it (fp8 outputs: then saturated)
   output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse,
+  kv_indptr, kv_page_indices, kv_last_page_lens,  // mha_batch_prefill_func's CSR page table
+  sink_size,                                      // StreamingLLM's always-kept first tokens, as a parameter
   count_
 };
 constexpr int kRoleCount = static_cast<int>(Role::count_);
@@ -55,10 +74,12 @@ struct ParamSpec {
 
 struct OpSignature {
   OpId id;
+  OpKind kind;
   std::string name;
-  std::string aiter_name;  // the AITer entry point of that name ("" if none)
+  std::string aiter_name;  // the AITer entry point's key in the probe's op table ("" if none)
   std::string no_aiter_reason;  // why AITer cannot serve it, when aiter_name is empty
   std::vector<ParamSpec> params;
+  bool aiter_takes_fp8 = false;  // AITer's function takes fp8 e4m3 q/k/v (its others: 16-bit floats)
   int role_index[kRoleCount];   // parameter index of each role, -1 where the op has none
   int index_of(const std::string& param) const;  // -1 if absent
   int index_of(Role r) const { return role_index[static_cast<int>(r)]; }
