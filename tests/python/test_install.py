@@ -10,12 +10,15 @@ import sys
 
 import pytest
 
+from aiter_compat import _aiter_compat as _ext
 from conftest import BUILD_PYTHON, MATRIX_PATH, SOURCE, make_fixture
 
 MATRIX = make_fixture.load_matrix(MATRIX_PATH)
 TESTS = os.path.join(SOURCE, "tests", "python")
 # No unified_attention; the published wheel; the old unified path without sink_ptr; the move and
 # sink_ptr (0.1.10); q_scales shifting unified_attention's positions (0.1.15.post1); main.
+# The modules the fixture's aiter/__init__.py imports * from, as AITer's does.
+STAR_IMPORTED = ("aiter.ops.mha", "aiter.ops.attention")
 RELEASES = ["0.1.5", "0.1.7.post2.dev18", "0.1.9", "0.1.10", "0.1.15.post1", "main"]
 
 
@@ -42,12 +45,17 @@ def test_engine_calls_through_aiter_names(fixture_pkg, version):
     varlen, unified = rel["ops"]["flash_attn_varlen_func"], rel["ops"]["unified_attention"]
     head, calls, tail, log = run_engine(site)
 
-    # Every path of the release holding an entry point got the route, and nothing else.
-    expected = {"aiter.flash_attn_varlen_func", "aiter.ops.mha.flash_attn_varlen_func", "aiter.flash_attn_func",
-                "aiter.ops.mha.flash_attn_func"}
-    if unified.get("present"):
-        # From 0.1.10 the old path is AITer's compat alias: install() points it at the moved module.
-        expected |= {m + ".unified_attention" for m in [unified["module"], *unified.get("aliases", [])]}
+    # Every path of the release holding a routed entry point got the route, and nothing else:
+    # its module, the old paths AITer's compat map keeps (from 0.1.10 install() points them at
+    # the moved module), and `aiter` for what aiter/__init__.py re-exports (aiter.ops.mha's names).
+    expected = set()
+    for op, (function, _) in _ext._routed_entry_points().items():
+        row = rel["ops"].get(op, {})
+        if not row.get("present"):
+            continue
+        paths = [row["module"], *row.get("aliases", [])] + (["aiter"] if row["module"] in STAR_IMPORTED else [])
+        expected |= {f"{p}.{function}" for p in paths}
+    assert {"aiter.flash_attn_varlen_func", "aiter.ops.mha.flash_attn_varlen_func"} <= expected
     assert set(head["installed"]) == expected, head
     assert "install: routes put under" in log
 

@@ -32,8 +32,8 @@ def test_pip_install_into_a_venv(built_wheel, tmp_path):
 PLUGIN_CALL = """
 import importlib.metadata as md, json, sys
 import vllm_calls
-(ep,) = [e for e in md.entry_points(group="vllm.general_plugins") if e.name == "aiter_compat"]
-installed = ep.load()()  # what vLLM's load_general_plugins does
+(ep,) = [e for e in md.entry_points(group=sys.argv[1]) if e.name == "aiter_compat"]
+installed = ep.load()()  # what vLLM's load_general_plugins and SGLang's load_plugins do
 import aiter
 from aiter_compat._aiter_compat import PatchedFunction
 patched = isinstance(aiter.flash_attn_varlen_func, PatchedFunction)
@@ -47,11 +47,16 @@ print(json.dumps({"value": ep.value, "dist": ep.dist.name if ep.dist else None, 
 """
 
 
+# group: (the entry point's value, the engine's label in the log)
+ENGINE_PLUGINS = {"vllm.general_plugins": ("aiter_compat.vllm_plugin:register", "vLLM"),
+                  "sglang.srt.plugins": ("aiter_compat.sglang_plugin:register", "SGLang")}
+
+
 @pytest.mark.parametrize("flag", [None, "0"])
-def test_vllm_plugin_entry_point(built_wheel, fixture_pkg, tmp_path, flag):
-    """The installed package's entry point in vllm.general_plugins, found and loaded through
-    importlib.metadata as vLLM does, puts the routes under an old AITer (0.1.9, no sink_ptr);
-    AITER_COMPAT_INSTALL=0 leaves AITer as it is."""
+def test_engine_plugin_entry_points(built_wheel, fixture_pkg, tmp_path, flag):
+    """The installed package's entry points in vllm.general_plugins and sglang.srt.plugins, found and
+    loaded through importlib.metadata as vLLM and SGLang do, put the routes under an old AITer
+    (0.1.9, no sink_ptr); AITER_COMPAT_INSTALL=0 leaves AITer as it is."""
     site, _ = fixture_pkg("0.1.9")
     venv = tmp_path / "venv"
     python = make_venv(venv, system_site_packages=True)
@@ -62,15 +67,17 @@ def test_vllm_plugin_entry_point(built_wheel, fixture_pkg, tmp_path, flag):
     env.pop("AITER_COMPAT_INSTALL", None)
     if flag is not None:
         env["AITER_COMPAT_INSTALL"] = flag
-    proc = subprocess.run([python, "-c", PLUGIN_CALL], capture_output=True, text=True, cwd=str(tmp_path), env=env)
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout)
-    assert got["value"] == "aiter_compat.vllm_plugin:register" and got["dist"] == "aiter-compat"
-    if flag is None:
-        assert got["patched"] and "aiter.flash_attn_varlen_func" in got["installed"]
-        assert got["result"] == "('called', 'flash_attn_varlen_func')"
-        assert "install: routes put under" in proc.stderr
-    else:
-        assert not got["patched"] and got["installed"] == []
-        assert got["result"].startswith("TypeError") and "sink_ptr" in got["result"]  # AITer as it is
-        assert "AITER_COMPAT_INSTALL=0: AITer's entry points left as they are" in proc.stderr
+    for group, (value, label) in ENGINE_PLUGINS.items():
+        proc = subprocess.run([python, "-c", PLUGIN_CALL, group], capture_output=True, text=True, cwd=str(tmp_path),
+                              env=env)
+        assert proc.returncode == 0, proc.stderr
+        got = json.loads(proc.stdout)
+        assert got["value"] == value and got["dist"] == "aiter-compat", (group, got)
+        if flag is None:
+            assert got["patched"] and "aiter.flash_attn_varlen_func" in got["installed"], group
+            assert got["result"] == "('called', 'flash_attn_varlen_func')", group
+            assert "install: routes put under" in proc.stderr, group
+        else:
+            assert not got["patched"] and got["installed"] == [], group
+            assert got["result"].startswith("TypeError") and "sink_ptr" in got["result"], group  # AITer as it is
+            assert f"{label} plugin: AITER_COMPAT_INSTALL=0: AITer's entry points left as they are" in proc.stderr

@@ -203,4 +203,4 @@ def test_the_vllm_examples_simulation(tmp_path):
         {"op": "flash_attn_varlen_func", "route": "refused", "target": "refused", "calls": 4},
         {"op": "unified_attention", "route": "aiter", "target": "aiter.ops.triton.unified_attention.unified_attention",
          "calls": 32}]
-    assert "install: routes put under aiter.flash_attn_func, aiter.flash_attn_varlen_func" in proc.stderr
+    assert "install: routes put under aiter.flash_attn_fp8_pertensor_func, aiter.flash_attn_func" in proc.stderr
