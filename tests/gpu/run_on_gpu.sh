@@ -7,7 +7,8 @@
 #   cases again, same run, under BENCH_AB_ENV (default AITER_COMPAT_NO_WGMMA=1: the mma.sync
 #   kernels); SANITIZERS="memcheck racecheck" by default; TESTS=0 skips the test runs (and the
 #   C API check, tests/gpu/capi_gpu_check.c); MMA_SYNC=0 skips the prefill cases' second run on
-#   the mma.sync kernels; TEST_TIMEOUT (seconds, 480) bounds the suite. bench/eager_overhead.py runs with the timings.
+#   the mma.sync kernels; TEST_TIMEOUT (seconds, 480) bounds the suite; GPU_TESTS (default tests/gpu)
+#   names the test files to run, when the whole suite does not fit one run. bench/eager_overhead.py runs with the timings.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-results}
@@ -46,12 +47,12 @@ export AITER_COMPAT_PYTHONPATH=$PWD/build-gpu/python PYTHONPATH=$PWD/build-gpu/p
 timeout 120 "$PY" bench/selftest_cost.py --json "$OUT/selftest_cost.json" 2>&1 | tee "$OUT/selftest_cost.txt"
 tests_rc=0
 if [ "${TESTS:-1}" != 0 ]; then
-  AITER_COMPAT_GPU_SUMMARY=$OUT/gpu_summary.json timeout "${TEST_TIMEOUT:-480}" "$PY" -m pytest -q -rs tests/gpu 2>&1 |
+  AITER_COMPAT_GPU_SUMMARY=$OUT/gpu_summary.json timeout "${TEST_TIMEOUT:-480}" "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} 2>&1 |
     tee "$OUT/gpu_tests.log" | tail -40
   tests_rc=${PIPESTATUS[0]}
   if [ "${MMA_SYNC:-1}" != 0 ] && grep -q "ac_tiled_wgmma" "$OUT/sass_summary.txt" 2>/dev/null; then
     echo "prefill cases again on the mma.sync rows kernels (AITER_COMPAT_NO_WGMMA=1):"
-    AITER_COMPAT_NO_WGMMA=1 timeout 200 "$PY" -m pytest -q -rs tests/gpu -k "(varlen or extend or underestimated or flash_attn_func or softcap or descales) and not grid" \
+    AITER_COMPAT_NO_WGMMA=1 timeout 200 "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} -k "(varlen or extend or underestimated or flash_attn_func or softcap or descales or batch_prefill or triton) and not grid" \
       2>&1 | tee "$OUT/gpu_tests_mma_sync.log" | tail -5
     [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
   fi

@@ -110,6 +110,28 @@ for fmt in (torch.float8_e4m3fn, torch.float8_e4m3fnuz):
         return out_.float()
     check(f"fp8 {fmt} extend, fp8 out", extend, eq, cache_fp8, cache_fp8, e_out, e_cu, e_used, table, scale_out,
           bound=1.5e-1)
+# mha_batch_prefill_func's CSR page tables: the tiled rows (page 16) and the generic kernel
+# (page 1, a 3-D pool), checked against the CPU route; then a table the CPU route would refuse
+# (kv_indptr past kv_page_indices, a decreasing entry, page ids outside the cache, last-page
+# fills of 0 and 99): the kernels must read nothing outside the tensors (memcheck says).
+pq = torch.randn(70, 8, 64, dtype=torch.bfloat16, device=dev)
+pcache = torch.randn(60, 16, 2, 64, dtype=torch.bfloat16, device=dev)
+p_cu = torch.tensor([0, 50, 70], dtype=torch.int32, device=dev)
+p_indptr = torch.tensor([0, 30, 41], dtype=torch.int32, device=dev)
+p_pages = torch.randperm(60, device=dev).to(torch.int32)[:41].contiguous()
+p_last = torch.tensor([9, 16], dtype=torch.int32, device=dev)
+check("batch prefill csr page 16", aiter_compat.mha_batch_prefill_func, pq, pcache, pcache, p_cu, p_indptr, p_pages,
+      50, 480, causal=True, sink_ptr=sinks, kv_last_page_lens=p_last)
+pool = pcache.view(-1, 2, 64)
+check("batch prefill csr token pool", aiter_compat.mha_batch_prefill_func, pq[:30], pool, pool,
+      torch.tensor([0, 20, 30], dtype=torch.int32, device=dev), p_indptr, p_pages, 20, 30, causal=True, sink_ptr=sinks)
+bad_indptr = torch.tensor([0, 999, 7], dtype=torch.int32, device=dev)
+bad_pages = p_pages.clone()
+bad_pages[::3] = 1000
+aiter_compat.mha_batch_prefill_func(pq, pcache, pcache, p_cu, bad_indptr, bad_pages, 50, 480, causal=True,
+                                    sink_ptr=sinks, kv_last_page_lens=torch.tensor([0, 99], dtype=torch.int32,
+                                                                                 device=dev))
+torch.cuda.synchronize()
 routes = sorted({r["route"] for r in aiter_compat.routes()})
 print("sanitizer cases ran:", routes, "; seed", SEED, "(replay: AITER_COMPAT_TEST_SEED=%d)" % SEED)
 for f in failures:
