@@ -80,10 +80,12 @@ CallFeatures features_of(const CallArgs& call) {
   f.head_dim_v = static_cast<int32_t>(v.shape[v.ndim - 1]);
   f.q_heads = static_cast<int32_t>(q.shape[q.ndim - 2]);
   f.kv_heads = static_cast<int32_t>(k.shape[k.ndim - 2]);
-  // mha_batch_prefill_func's 5-D "vectorized" caches: k [pages, Hk, D / x, page_size, x],
-  // v [pages, Hk, page_size / x, Dv, x] (x = 16 bytes of elements). AITer's layout; no fallback
-  // kernel reads it.
-  const bool vectorized = sig.kind == OpKind::batch_prefill && k.ndim == 5 && v.ndim == 5;
+  // 5-D "vectorized" caches: k [pages, Hk, D / x, page_size, x], v [pages, Hk, page_size / x,
+  // Dv, x] (x = 16 bytes of elements): mha_batch_prefill_func's, and unified_attention's with
+  // shuffled_kv_cache=True (vLLM on gfx1250, ATOM). AITer's layout; no fallback kernel reads it.
+  const int shuffled_i = sig.index_of("shuffled_kv_cache");
+  const bool shuffled = shuffled_i >= 0 && call.flag(shuffled_i);
+  const bool vectorized = (sig.kind == OpKind::batch_prefill || shuffled) && k.ndim == 5 && v.ndim == 5;
   if (vectorized) {
     f.head_dim_v = static_cast<int32_t>(v.shape[3]);
     f.kv_heads = static_cast<int32_t>(k.shape[1]);

@@ -1,0 +1,62 @@
+"""unified_attention with shuffled_kv_cache=True over AITer's 5-D caches (k [blocks, Hk, D / x,
+block, x], v [blocks, Hk, block / x, D, x]), as vLLM's unified backend on gfx1250 and ATOM call
+it: the heads and block size are read from that layout (not from NHD positions, which would take
+the block size for the KV-head count and refuse a call AITer serves), AITer gets the call where
+the release takes shuffled_kv_cache, and the fallbacks say why they cannot."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD_PYTHON, SOURCE
+
+SCRIPT = r'''
+import json
+import aiter_compat
+from vllm_calls import RocmTensor, call_record
+
+x = 8  # 16 bytes of bf16
+blocks, hk, block, d, hq = 300, 8, 128, 64, 64
+k = RocmTensor(blocks, hk, d // x, block, x)
+v = RocmTensor(blocks, hk, block // x, d, x)
+scale = RocmTensor(1, dtype="float32")
+# ATOM's form: q, k_cache, v_cache, o positionally; kv_scale as both descales; sinks.
+args = (RocmTensor(4, hq, d), k, v, RocmTensor(4, hq, d))
+kwargs = dict(cu_seqlens_q=RocmTensor(5, dtype="int32"), max_seqlen_q=1, seqused_k=RocmTensor(4, dtype="int32"),
+              max_seqlen_k=8192, softmax_scale=0.125, causal=True, window_size=(127, 0),
+              block_table=RocmTensor(4, 64, dtype="int32"), softcap=0.0, q_descale=None, k_descale=scale,
+              v_descale=scale, sinks=RocmTensor(hq, dtype="float32"), shuffled_kv_cache=True)
+record = call_record(aiter_compat.unified_attention, kwargs, args)
+features = dict(aiter_compat.routes()[-1]["features"]) if aiter_compat.routes() else {}
+print(json.dumps({"record": record, "features": features}))
+'''
+
+
+def run(site):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([BUILD_PYTHON, site, os.path.join(SOURCE, "tests", "python")]),
+               AITER_COMPAT_LOG_LEVEL="off", PYTHONNOUSERSITE="1")
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_shuffled_cache_reaches_aiter_where_the_release_takes_it(fixture_pkg):
+    site, _ = fixture_pkg("0.1.20.post1")
+    out = run(site)
+    r = out["record"]
+    assert r["route"] == "aiter", r
+    assert {"shuffled_kv_cache", "sinks", "k_descale", "v_descale"} <= set(r["received"])
+    assert out["features"]["heads (q, kv)"] == "64, 8", out["features"]
+    assert out["features"]["block_size"] == "128"
+    assert out["features"]["head_dim (q/k, v)"] == "64, 64"
+
+
+def test_shuffled_cache_on_a_release_without_it_is_refused_by_name(fixture_pkg):
+    site, _ = fixture_pkg("0.1.13")
+    r = run(site)["record"]
+    assert r["route"] == "error", r
+    text = " ".join(reason for c in r["candidates"] for reason in c["reasons"])
+    assert "takes no shuffled_kv_cache (first in 0.1.15.post1)" in text
+    assert "shuffled_kv_cache is not supported" in text  # the fallbacks' own reason
