@@ -20,6 +20,8 @@ import os
 import sys
 import time
 
+import _ast
+
 import _aiter_compat_name_search as name_search
 import _aiter_compat_static_reading as reading
 
@@ -225,8 +227,7 @@ def _install(root):
 
 # ---------------------------------------------------------------- static reading
 
-def _static_ops(pkg, specs, phases):
-    sources = reading.Sources(pkg)
+def _static_ops(sources, specs, phases):
     ops = {spec["name"]: reading.read_known_paths(sources, spec) for spec in specs}
     phases.done("known modules")
     # Searched only where every known module was read and none binds it: a known module that
@@ -246,6 +247,37 @@ def _static_ops(pkg, specs, phases):
             op["exported"] = reading.exported(sources, op["module"], reading.function_of(spec))
     phases.done("exports")
     return ops
+
+
+# Parameter names that carry a learned (or StreamingLLM) sink in AITer's entry points.
+SINK_PARAMS = ("sink", "sinks", "sink_ptr", "attn_sink")
+
+
+def _sink_functions(sources, specs, ops):
+    """Every public top-level function of the package with a sink-like parameter that the op
+    table does not describe: [{"module", "function", "param"}], so an entry point that gains sinks
+    is seen the day it appears. Only files whose text says "sink" are read past their bytes, and
+    of those only the statements that say it are parsed."""
+    known = {(m, reading.function_of(s)) for s in specs for m in s["modules"]}
+    known |= {(op["module"], reading.function_of(s)) for s in specs
+              for op in [ops.get(s["name"], {})] if op.get("module")}
+    found = []
+    for module, path in name_search.package_modules(sources.pkg):
+        if any(part.startswith("_") for part in module.split(".")):
+            continue  # a private module (aiter.ops.triton._triton_kernels): its kernels are not entry points
+        data, _ = sources.text(module)
+        if data is None or b"sink" not in data:
+            continue
+        tree, _ = sources.tree(module, ["sink"])
+        for node in tree.body if tree is not None else []:
+            if not isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)) or node.name.startswith("_"):
+                continue
+            a = node.args
+            names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+            hits = [n for n in names if n in SINK_PARAMS]
+            if hits and (module, node.name) not in known:
+                found.append({"module": module, "function": node.name, "param": hits[0]})
+    return found
 
 
 # ---------------------------------------------------------------- live reading
@@ -391,8 +423,13 @@ def run(channel, root, specs):
         else:
             install = _install(root or None)
             phases.done("locate and identity")
-            ops = _static_ops(install["path"], specs, phases) if install["path"] and not install["foreign"] else {}
+            usable = install["path"] and not install["foreign"]
+            sources = reading.Sources(install["path"]) if usable else None
+            ops = _static_ops(sources, specs, phases) if usable else {}
             result = {"install": install, "ops": ops, "import_error": None}
+            if usable:
+                result["sink_functions"] = _sink_functions(sources, specs, ops)
+                phases.done("other functions with a sink parameter")
     except BaseException as exc:  # report, never raise into C++
         result = {"install": {"found": False, "errors": [_error(f"{channel} probe", exc)]},
                   "ops": {}, "import_error": None}

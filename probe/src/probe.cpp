@@ -100,6 +100,7 @@ ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
     return python.read(Channel::static_ast, options.aiter_root);
   }();
   report.channels["static"] = status_of(stat);
+  report.unknown_sink_functions = stat.sink_functions;
   std::optional<ChannelReading> live;
   if (options.live) {
     PhaseTimer t("live channel");

@@ -105,6 +105,9 @@ ChannelReading parse_channel_reading(Channel channel, const json& doc) {
       if (op.is_object()) r.ops[name] = op_reading(op);
   if (auto it = doc.find("import_error"); it != doc.end() && it->is_object())
     r.import_error = ProbeError{str(*it, "where"), str(*it, "error")};
+  if (auto it = doc.find("sink_functions"); it != doc.end() && it->is_array())
+    for (const auto& f : *it)
+      if (f.is_object()) r.sink_functions.push_back({str(f, "module"), str(f, "function"), str(f, "param")});
   return r;
 }
 

@@ -95,6 +95,9 @@ json to_json(const ProbeReport& r) {
                            {"failure", null_if_empty(c.failure)},
                            {"python", null_if_empty(c.python_version)},
                            {"import_error", c.import_error ? json(c.import_error->error) : json(nullptr)}};
+  j["unknown_sink_functions"] = json::array();
+  for (const auto& f : r.unknown_sink_functions)
+    j["unknown_sink_functions"].push_back({{"module", f.module}, {"function", f.function}, {"param", f.param}});
   j["disagreements"] = json::array();
   for (const auto& x : r.disagreements)
     j["disagreements"].push_back({{"what", x.what}, {"static", x.static_value}, {"live", x.live_value}});
@@ -175,6 +178,16 @@ std::string to_text(const ProbeReport& r) {
   }
   for (const auto& x : r.disagreements)
     row("disagreement." + x.what, "static " + x.static_value + " vs live " + x.live_value);
+  if (!r.unknown_sink_functions.empty()) {
+    // One row: which functions take a sink but are not in compat_matrix.yaml (not probed per
+    // release, not routed).
+    std::string v = std::to_string(r.unknown_sink_functions.size()) + " not in compat_matrix.yaml: ";
+    for (size_t i = 0; i < r.unknown_sink_functions.size(); ++i) {
+      const auto& f = r.unknown_sink_functions[i];
+      v += (i ? ", " : "") + f.module + "." + f.function + "(" + f.param + "=)";
+    }
+    row("sink_functions", v);
+  }
   row("matrix", r.matrix.source + (r.matrix.warning.empty() ? "" : " (" + r.matrix.warning + ")"));
 
   size_t width = 0;

@@ -35,11 +35,19 @@ const std::vector<Family>& model_families() {
 
 // One entry point: AITer's, or the aiter_compat call of the same name where there is one.
 Family op_family(const std::string& op) {
-  if (op == "flash_attn_varlen_func" || op == "flash_attn_func")
+  if (op == "flash_attn_varlen_func" || op == "flash_attn_func" || op == "mha_batch_prefill_func")
     return {op, {op}, kPrefillKernels, "aiter_compat." + op};
+  if (op == "triton_flash_attn_varlen_func" || op == "triton_flash_attn_func")
+    return {op, {op}, kPrefillKernels, "aiter_compat.triton_mha." + op.substr(std::string("triton_").size())};
   if (op == "unified_attention") return {op, {op}, kDecodeKernels, "aiter_compat." + op};
-  return {op, {op}, {}, ""};  // mha_batch_prefill_func, pa_fwd_asm, paged_attention_v1: no such call
+  // pa_fwd_asm, paged_attention_v1, pa_decode_gluon, pa_decode_bf16_asm: no such call; the fp8
+  // per-tensor names are routed to AITer alone (no fallback kernel takes fp8 q/k/v).
+  return {op, {op}, {}, ""};
 }
+
+// Quirks under which an entry point that takes sinks still fails to serve them: it drops them,
+// or it fails when given them.
+bool breaks_sinks(const std::string& effect) { return effect == "sinks_ignored" || effect == "runtime_error"; }
 
 bool is_amd_arch(const std::string& arch) { return arch.rfind("gfx", 0) == 0; }
 
@@ -77,7 +85,7 @@ std::string aiter_serves(const ProbeReport& r, const std::string& op_name, std::
   }
   bool dropped = false;
   for (const auto& q : r.quirks) {
-    if (q.effect != "sinks_ignored" || std::find(q.ops.begin(), q.ops.end(), op_name) == q.ops.end()) continue;
+    if (!breaks_sinks(q.effect) || std::find(q.ops.begin(), q.ops.end(), op_name) == q.ops.end()) continue;
     dropped = true;
     std::string text = who + ": " + op->sinks_reason + ", but quirk " + q.id + " " +
                        (q.status == "applies" ? "applies" : "may apply") + " (" + q.summary + ") [" + q.why + "]";

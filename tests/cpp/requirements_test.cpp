@@ -128,6 +128,32 @@ TEST(RequireSinks, OneEntryPoint) {
   EXPECT_EQ(varlen.families[0].served_by, "fallback tiled_rows (gfx942) via aiter_compat.flash_attn_varlen_func");
 }
 
+// The entry points engines call beyond vLLM's: mha_batch_prefill_func is served by AITer where it
+// takes sink_ptr and no quirk breaks it (0.1.13), by the paged fallback where a quirk does (its
+// sink without sink_size fails from 0.1.14); Triton's names by the prefill fallback; the fp8
+// per-tensor names only by AITer.
+TEST(RequireSinks, EntryPointsOfSglangAndTriton) {
+  RequirementCheck bp13 = check_requirement(report_for("0.1.13", "gfx942", {"gfx942"}), "sinks:mha_batch_prefill_func");
+  ASSERT_TRUE(bp13.met()) << ::testing::PrintToString(bp13.unmet);
+  EXPECT_EQ(bp13.families[0].served_by, "aiter mha_batch_prefill_func (takes sink_ptr)");
+  RequirementCheck bp20 =
+      check_requirement(report_for("0.1.20.post1", "gfx942", {"gfx942"}), "sinks:mha_batch_prefill_func");
+  ASSERT_TRUE(bp20.met()) << ::testing::PrintToString(bp20.unmet);
+  EXPECT_EQ(bp20.families[0].served_by, "fallback tiled_rows (gfx942) via aiter_compat.mha_batch_prefill_func");
+  RequirementCheck bp20_no_gpu = check_requirement(report_for("0.1.20.post1", "gfx942"), "sinks:mha_batch_prefill_func");
+  EXPECT_FALSE(bp20_no_gpu.met());
+  EXPECT_TRUE(any_contains(bp20_no_gpu.unmet, "quirk batch-prefill-sink-needs-sink-size applies"))
+      << ::testing::PrintToString(bp20_no_gpu.unmet);
+  RequirementCheck triton = check_requirement(report_for("0.1.7.post5", "gfx942", {"gfx942"}), "sinks:triton_flash_attn_varlen_func");
+  ASSERT_TRUE(triton.met()) << ::testing::PrintToString(triton.unmet);
+  EXPECT_EQ(triton.families[0].served_by,
+            "fallback tiled_rows (gfx942) via aiter_compat.triton_mha.flash_attn_varlen_func");
+  RequirementCheck fp8 =
+      check_requirement(report_for("0.1.20.post1", "gfx942", {"gfx942"}), "sinks:flash_attn_varlen_fp8_pertensor_func");
+  EXPECT_FALSE(fp8.met());
+  EXPECT_TRUE(any_contains(fp8.unmet, "quirk fp8-v3-asm-drops-sinks applies")) << ::testing::PrintToString(fp8.unmet);
+}
+
 TEST(RequireSinks, UnknownFeaturesNameWhatIsKnown) {
   RequirementCheck c = check_requirement(report_for("0.1.10"), "sinks:nope");
   ASSERT_EQ(c.unmet.size(), 1u);

@@ -29,7 +29,16 @@ FAULTS = os.path.join(ROOT, "tests", "mutation", "faults.yaml")
 # Directories never copied: builds (this one included), caches, results.
 SKIP_DIRS = {".git", "__pycache__", "gpu-results", ".pytest_cache"}
 TARGETS = {"gtest": "aiter_compat_unit_tests", "hip": "aiter_compat_hip_launcher_tests", "pytest": "_aiter_compat"}
+# What else a selection's tests run: pytest drives the CLI too (the probe's tests), so a fault in
+# the probe must be rebuilt into it, or the tests would run a stale (or missing) binary.
+ALSO_BUILT = {"pytest": ["aiter-compat"]}
+
+
 TEST_TIMEOUT = 600
+
+
+def targets_of(kinds):
+    return {t for kind in kinds for t in [TARGETS[kind], *ALSO_BUILT.get(kind, [])]}
 
 
 def say(*parts):
@@ -191,7 +200,7 @@ def main():
     os.makedirs(copy, exist_ok=True)
     written = sync_copy(copy)
     build = configure(copy, args.archs)
-    needed = {TARGETS[kind] for f in faults for kind, _ in selections(f)}
+    needed = targets_of(kind for f in faults for kind, _ in selections(f))
     ok, log = build_targets(build, needed)
     if not ok:
         say(log)
@@ -230,7 +239,7 @@ def main():
                 with open(path) as fh:
                     originals[fault["file"]] = fh.read()
             write(path, originals[fault["file"]].replace(fault["old"], fault["new"], 1))
-            ok, log = build_targets(build, {TARGETS[kind] for kind, _ in selections(fault)})
+            ok, log = build_targets(build, targets_of(kind for kind, _ in selections(fault)))
             detail = ""
             if not ok:
                 broken.append(fault["name"])

@@ -47,6 +47,13 @@ struct InstallReading {
   std::vector<ProbeError> errors;
 };
 
+// A public function of the package with a sink-like parameter (sink, sinks, sink_ptr,
+// attn_sink) that the op table does not describe.
+struct SinkFunction {
+  std::string module, function, param;
+  bool operator==(const SinkFunction&) const = default;
+};
+
 struct ChannelReading {
   Channel channel = Channel::static_ast;
   bool ran = false;
@@ -55,6 +62,7 @@ struct ChannelReading {
   InstallReading install;
   std::map<std::string, OpReading> ops;
   std::optional<ProbeError> import_error;  // live: import aiter raised
+  std::vector<SinkFunction> sink_functions;  // static: functions with a sink parameter the op table lacks
 };
 
 // Reads the report the Python side returns; a malformed document becomes a failed reading.
