@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define AITER_COMPAT_ABI_VERSION 3
+#define AITER_COMPAT_ABI_VERSION 4
 #define AITER_COMPAT_API __attribute__((visibility("default")))
 
 typedef enum {
@@ -136,6 +136,38 @@ typedef struct {
   const DLTensor* sinks;
 } aiter_compat_merge_args;
 
+/* Since ABI 4. mha_batch_prefill_func (paged prefill and extend, SGLang's): q [total_q, Hq, D],
+ * cu_seqlens_q int32 [batch + 1]; k/v [pages, page_size, Hk, D] or [slots, Hk, D] (page size 1);
+ * the page table in CSR form, kv_indptr int32 [batch + 1] into kv_page_indices int32 [total
+ * pages], with kv_last_page_lens int32 [batch] (keys in each sequence's last page; required
+ * above page size 1), or, when block_table is given, block_table int32 [batch, max_pages] with
+ * seqlen_k int32 [batch] (AITer still checks kv_indptr's shape then, so both are always given);
+ * out [total_q, Hq, Dv]; lse float32 [Hq, total_q]. Causal masks align to the bottom right. */
+typedef struct {
+  const DLTensor* q;
+  const DLTensor* k;
+  const DLTensor* v;
+  const DLTensor* cu_seqlens_q;
+  const DLTensor* kv_indptr;
+  const DLTensor* kv_page_indices;
+  const DLTensor* kv_last_page_lens;
+  const DLTensor* block_table;
+  const DLTensor* seqlen_k;
+  const DLTensor* sinks;
+  DLTensor* out;
+  DLTensor* lse;
+  int64_t max_seqlen_q;
+  int64_t max_seqlen_k;
+  double softmax_scale;
+  int causal;
+  int64_t window_left;
+  int64_t window_right;
+  double softcap;
+  const DLTensor* q_descale; /* float32, one element each, or NULL */
+  const DLTensor* k_descale;
+  const DLTensor* v_descale;
+} aiter_compat_batch_prefill_args;
+
 AITER_COMPAT_API int aiter_compat_abi_version(void);
 
 /* stream: the caller's stream (hipStream_t / cudaStream_t) for GPU routes; NULL for CPU tensors
@@ -145,6 +177,7 @@ AITER_COMPAT_API aiter_compat_status aiter_compat_batch_attention(const aiter_co
 AITER_COMPAT_API aiter_compat_status aiter_compat_paged_attention(const aiter_compat_paged_args* args, void* stream);
 AITER_COMPAT_API aiter_compat_status aiter_compat_paged_decode(const aiter_compat_decode_args* args, void* stream);
 AITER_COMPAT_API aiter_compat_status aiter_compat_merge_attn_states(const aiter_compat_merge_args* args, void* stream);
+AITER_COMPAT_API aiter_compat_status aiter_compat_batch_prefill(const aiter_compat_batch_prefill_args* args, void* stream);
 
 /* Writes the route a call would take, the kernel, and every candidate's reasons into buffer
  * (truncated to size, always terminated), without running it. */
@@ -153,6 +186,8 @@ AITER_COMPAT_API aiter_compat_status aiter_compat_explain_batch(const aiter_comp
 AITER_COMPAT_API aiter_compat_status aiter_compat_explain_paged(const aiter_compat_paged_args* args, char* buffer, size_t size);
 AITER_COMPAT_API aiter_compat_status aiter_compat_explain_decode(const aiter_compat_decode_args* args, char* buffer, size_t size);
 AITER_COMPAT_API aiter_compat_status aiter_compat_explain_merge(const aiter_compat_merge_args* args, char* buffer, size_t size);
+AITER_COMPAT_API aiter_compat_status aiter_compat_explain_batch_prefill(const aiter_compat_batch_prefill_args* args,
+                                                                        char* buffer, size_t size);
 
 /* Calls per operation and route target since the dispatcher was made (the first call, or the
  * last aiter_compat_set_policy), as JSON: {"op": {"target": calls}}, target "refused" for calls

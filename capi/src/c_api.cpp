@@ -170,6 +170,7 @@ AC_ENTRY(batch_attention, aiter_compat_batch_args)
 AC_ENTRY(paged_attention, aiter_compat_paged_args)
 AC_ENTRY(paged_decode, aiter_compat_decode_args)
 AC_ENTRY(merge_attn_states, aiter_compat_merge_args)
+AC_ENTRY(batch_prefill, aiter_compat_batch_prefill_args)
 #undef AC_ENTRY
 
 #define AC_EXPLAIN(fn, args_type)                                                                   \
@@ -181,4 +182,5 @@ AC_EXPLAIN(batch, aiter_compat_batch_args)
 AC_EXPLAIN(paged, aiter_compat_paged_args)
 AC_EXPLAIN(decode, aiter_compat_decode_args)
 AC_EXPLAIN(merge, aiter_compat_merge_args)
+AC_EXPLAIN(batch_prefill, aiter_compat_batch_prefill_args)
 #undef AC_EXPLAIN

@@ -207,4 +207,26 @@ CCallArgs call_of(const aiter_compat_merge_args* a, void* stream) {
   return c;
 }
 
+CCallArgs call_of(const aiter_compat_batch_prefill_args* a, void* stream) {
+  need_struct(a, "aiter_compat_batch_prefill_args");
+  need("q", a->q), need("k", a->k), need("v", a->v), need("out", a->out), need("cu_seqlens_q", a->cu_seqlens_q);
+  need("kv_indptr", a->kv_indptr), need("kv_page_indices", a->kv_page_indices);
+  CCallArgs c(OpId::mha_batch_prefill_func, stream);
+  c.tensor("q", a->q), c.tensor("k", a->k), c.tensor("v", a->v), c.tensor("cu_seqlens_q", a->cu_seqlens_q);
+  c.tensor("kv_indptr", a->kv_indptr), c.tensor("kv_page_indices", a->kv_page_indices);
+  c.integer("max_seqlen_q", a->max_seqlen_q), c.integer("max_seqlen_k", a->max_seqlen_k);
+  if (a->softmax_scale != 0) c.number("softmax_scale", a->softmax_scale);
+  c.number("logits_soft_cap", a->softcap);
+  c.flag("causal", a->causal != 0);
+  c.window("window_size", a->window_left, a->window_right);
+  c.flag("return_lse", a->lse != nullptr);
+  c.set_lse(a->lse);
+  c.tensor("out", a->out);
+  c.tensor("kv_last_page_lens", a->kv_last_page_lens), c.tensor("block_table", a->block_table);
+  c.tensor("seqlen_k", a->seqlen_k);
+  c.tensor("q_descale", a->q_descale), c.tensor("k_descale", a->k_descale), c.tensor("v_descale", a->v_descale);
+  c.tensor("sink_ptr", a->sinks);
+  return c;
+}
+
 }  // namespace aiter_compat::capi

@@ -70,5 +70,6 @@ CCallArgs call_of(const aiter_compat_batch_args* a, void* stream);
 CCallArgs call_of(const aiter_compat_paged_args* a, void* stream);
 CCallArgs call_of(const aiter_compat_decode_args* a, void* stream);
 CCallArgs call_of(const aiter_compat_merge_args* a, void* stream);
+CCallArgs call_of(const aiter_compat_batch_prefill_args* a, void* stream);
 
 }  // namespace aiter_compat::capi

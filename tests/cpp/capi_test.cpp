@@ -200,6 +200,59 @@ TEST(CApi, PagedDecodeOnCpuMatchesTheDenseReference) {
   EXPECT_NE(std::string(aiter_compat_last_error()).find("block_table[0, 1]: found 9"), std::string::npos);
 }
 
+// mha_batch_prefill_func through the C API: a CSR page table over page size 4 (sequence 0 has
+// 3 pages, its last holding 2 keys; sequence 1 one whole page), new tokens after cached ones,
+// causal with a window and sinks, against the dense reference on the keys gathered in order;
+// then the same call through a block_table with seqlen_k; then a bad page entry, named.
+TEST(CApi, BatchPrefillOnCpuMatchesTheDenseReference) {
+  constexpr int64_t kHq = 4, kHk = 2, kD = 8, kPage = 4;
+  HostTensor q(DType::f32, {5, kHq, kD}), kc(DType::f32, {6, kPage, kHk, kD}), vc(DType::f32, {6, kPage, kHk, kD}),
+      out(DType::f32, {5, kHq, kD}), lse(DType::f32, {kHq, 5}), sinks(DType::f32, {kHq});
+  SeededRng rng;
+  q.fill_random(rng), kc.fill_random(rng), vc.fill_random(rng), sinks.fill_random(rng);
+  out.fill(NAN), lse.fill(NAN);
+  HostTensor cu = i32_tensor({0, 3, 5}), indptr = i32_tensor({0, 3, 4}), pages = i32_tensor({5, 0, 3, 2}),
+             last = i32_tensor({2, 4}), bt = i32_tensor({5, 0, 3, 2, 1, 1}, {2, 3}), seqlen = i32_tensor({10, 4});
+  Dl dq(q), dk(kc), dv(vc), dout(out), dlse(lse), ds(sinks), dcu(cu), dind(indptr), dpages(pages), dlast(last), dbt(bt),
+      dlen(seqlen);
+  aiter_compat_batch_prefill_args a{};
+  a.q = &dq.t, a.k = &dk.t, a.v = &dv.t, a.cu_seqlens_q = &dcu.t, a.kv_indptr = &dind.t, a.kv_page_indices = &dpages.t;
+  a.kv_last_page_lens = &dlast.t, a.sinks = &ds.t, a.out = &dout.t, a.lse = &dlse.t;
+  a.max_seqlen_q = 3, a.max_seqlen_k = 10, a.causal = 1, a.window_left = 4, a.window_right = -1;
+  const int64_t k_lens[2] = {10, 4}, q0s[2] = {0, 3}, q_lens[2] = {3, 2};
+  auto check = [&](const char* how) {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(kD));
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t h = 0; h < kHq; ++h) {
+        const int64_t kh = h / (kHq / kHk);
+        Rows keys = paged_rows(kc, bt, b, k_lens[b], kh), vals = paged_rows(vc, bt, b, k_lens[b], kh);
+        Dense want = dense_attention(rows(q, q0s[b], q_lens[b], h), keys, vals, kD, scale, true, {4, -1, 0}, sinks.get(h));
+        for (int64_t i = 0; i < q_lens[b]; ++i) {
+          for (int64_t e = 0; e < kD; ++e)
+            EXPECT_NEAR(out.get(((q0s[b] + i) * kHq + h) * kD + e), want.out[i * kD + e], 2e-6) << how << " seq " << b;
+          EXPECT_NEAR(lse.get(h * 5 + q0s[b] + i), want.lse[i], 2e-6) << how;
+        }
+      }
+  };
+  ASSERT_EQ(aiter_compat_batch_prefill(&a, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
+  check("csr");
+  out.fill(NAN), lse.fill(NAN);
+  a.block_table = &dbt.t, a.seqlen_k = &dlen.t, a.kv_last_page_lens = nullptr;
+  ASSERT_EQ(aiter_compat_batch_prefill(&a, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
+  check("block_table");
+  a.block_table = nullptr, a.seqlen_k = nullptr;
+  EXPECT_EQ(aiter_compat_batch_prefill(&a, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(aiter_compat_last_error()).find("kv_last_page_lens"), std::string::npos) << aiter_compat_last_error();
+  a.kv_last_page_lens = &dlast.t;
+  pages.set(2, 6);
+  EXPECT_EQ(aiter_compat_batch_prefill(&a, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(aiter_compat_last_error()).find("kv_page_indices[2]: found 6"), std::string::npos)
+      << aiter_compat_last_error();
+  char text[4096];
+  ASSERT_EQ(aiter_compat_explain_batch_prefill(&a, text, sizeof text), AITER_COMPAT_OK);
+  EXPECT_NE(std::string(text).find("mha_batch_prefill_func"), std::string::npos) << text;
+}
+
 TEST(CApi, FirstUseFromManyThreadsProbesOnceAndAgrees) {
   ASSERT_EQ(aiter_compat_set_policy(nullptr), AITER_COMPAT_OK);  // forget the router: the next call probes
   constexpr int kThreads = 16;
