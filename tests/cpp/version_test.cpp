@@ -53,3 +53,22 @@ TEST(VersionSpec, SelectsRanges) {
   EXPECT_NE(error.find("no operator"), std::string::npos);
   EXPECT_FALSE(VersionSpec::parse(">=zz", &error));
 }
+
+// Release numbers of unequal length compare as if padded with zeros (PEP 440): 1.0 is 1.0.0, and
+// 0.1.10 is older than 0.1.10.1. Every expectation here but one is packaging.version's (checked
+// with it): two local labels of one release are equal here, where packaging orders them, on
+// purpose: a wheel's build label (+rocm7.2.manylinux_2_28) is not a release of its own.
+TEST(Version, UnequalLengthsAndLocalLabelsOrderAsPep440) {
+  EXPECT_EQ(v("1.0"), v("1.0.0"));
+  EXPECT_LT(v("1.0"), v("1.0.1"));
+  EXPECT_LT(v("0.1.10"), v("0.1.10.1"));
+  EXPECT_GT(v("0.1.10.1"), v("0.1.10.post5"));  // a fourth release number beats any .post
+  EXPECT_LT(v("0.1.9.9.9"), v("0.1.10"));
+  EXPECT_EQ(v("0.1.12+rocm7.2.manylinux_2_28"), v("0.1.12+rocm7.1"));
+  EXPECT_LT(v("0.1.12+rocm7.2"), v("0.1.12.post1"));
+  EXPECT_LT(v("0.1.12.dev3+rocm7.2"), v("0.1.12"));
+  EXPECT_TRUE(VersionSpec::parse(">=0.1.10")->contains(v("0.1.10.0")));
+  EXPECT_FALSE(VersionSpec::parse("<0.1.10")->contains(v("0.1.10.0")));
+  EXPECT_TRUE(VersionSpec::parse("<0.1.10.1")->contains(v("0.1.10")));
+  EXPECT_TRUE(VersionSpec::parse("==0.1.12")->contains(v("0.1.12+rocm7.2")));
+}
