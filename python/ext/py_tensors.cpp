@@ -76,6 +76,22 @@ bool generic_strides(PyObject* obj, int64_t* strides, int ndim) {
   return true;
 }
 
+// A torch tensor that would join autograd's graph: it requires grad and grad mode is on. The
+// fallback kernels are forward-only: their output would sit outside the graph, and backward
+// would fail later with torch's own, unrelated-looking error.
+bool joins_autograd(PyObject* obj) {
+  Ref wants_grad(PyObject_GetAttrString(obj, "requires_grad"));
+  if (!wants_grad) {
+    PyErr_Clear();
+    return false;
+  }
+  if (PyObject_IsTrue(wants_grad.get()) != 1) return false;
+  PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed
+  Ref enabled(torch ? PyObject_CallMethod(torch, "is_grad_enabled", nullptr) : nullptr);
+  PyErr_Clear();
+  return !enabled || PyObject_IsTrue(enabled.get()) == 1;
+}
+
 }  // namespace
 
 void init_tensors() {
@@ -176,6 +192,10 @@ TensorMeta tensor_meta(const std::string& name, PyObject* obj, bool batch_layout
 TensorView tensor_view(const std::string& name, PyObject* obj, const TensorMeta* meta, std::vector<Ref>& held) {
   if (!obj || obj == Py_None) return {};
   if (is_torch_tensor(obj)) {
+    if (joins_autograd(obj))
+      throw ArgumentError(name, "a tensor that requires grad, with autograd on",
+                          "one that does not: the fallback kernels compute the forward pass only (no backward); "
+                          "detach() it or call under torch.no_grad()");
     TensorMeta m = meta ? *meta : tensor_meta(name, obj, false);
     if (m.dtype != DType::unsupported) {
       TensorView v;
