@@ -106,6 +106,17 @@ def test_batch_prefill_route_is_the_cpu_reference():
     assert ops["mha_batch_prefill_func"]["route"] == "fallback (cpu)", ops["mha_batch_prefill_func"]
 
 
+def test_the_token_pool_is_pages_of_one_slot_to_the_router():
+    # The GPU kernel rows are chosen by block size: a 3-D pool [slots, Hk, D] is page size 1, not
+    # pages of its head count.
+    batch = paged_batch([2], [5], 4, 2, 8, 1)
+    pool = batch["k"].reshape(-1, 2, 8)
+    explained = aiter_compat.explain("mha_batch_prefill_func", q=batch["q"], k=pool, v=pool, cu_seqlens_q=batch["cu_q"],
+                                     kv_indptr=batch["indptr"], kv_page_indices=batch["indices"], max_seqlen_q=2,
+                                     max_seqlen_k=5, causal=True)
+    assert dict(explained["features"])["block_size"] == "1", explained["features"]
+
+
 def call_with(batch, **over):
     args = dict(q=batch["q"], k=batch["k"], v=batch["v"], cu_seqlens_q=batch["cu_q"], kv_indptr=batch["indptr"],
                 kv_page_indices=batch["indices"], max_seqlen_q=8, max_seqlen_k=32, causal=True,
