@@ -3,14 +3,10 @@ block, x], v [blocks, Hk, block / x, D, x]), as vLLM's unified backend on gfx125
 it: the heads and block size are read from that layout (not from NHD positions, which would take
 the block size for the KV-head count and refuse a call AITer serves), AITer gets the call where
 the release takes shuffled_kv_cache, and the fallbacks say why they cannot."""
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import BUILD_PYTHON, SOURCE
+from fixture_process import run_json
 
 SCRIPT = r'''
 import json
@@ -35,11 +31,7 @@ print(json.dumps({"record": record, "features": features}))
 
 
 def run(site):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([BUILD_PYTHON, site, os.path.join(SOURCE, "tests", "python")]),
-               AITER_COMPAT_LOG_LEVEL="off", PYTHONNOUSERSITE="1")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.splitlines()[-1])
+    return run_json(site, SCRIPT)
 
 
 def test_shuffled_cache_reaches_aiter_where_the_release_takes_it(fixture_pkg):

@@ -2,10 +2,7 @@
 v0.1.10): `sink=` on the fallbacks against float64; on fixture releases, AITer gets the call with
 its sink from v0.1.8 and a release before refuses it by name; install() routes Triton's functions
 apart from CK's of the same name; the probe never takes CK's function for Triton's."""
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,7 +10,8 @@ import pytest
 import aiter_compat
 from aiter_compat import triton_mha
 from attention_reference import attention
-from conftest import BUILD_PYTHON, RNG, SOURCE
+from conftest import RNG
+from fixture_process import run_json
 
 
 def test_varlen_sink_on_the_cpu_reference():
@@ -78,11 +76,7 @@ print(json.dumps(out))
 
 
 def run(site):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([BUILD_PYTHON, site, os.path.join(SOURCE, "tests", "python")]),
-               AITER_COMPAT_LOG_LEVEL="off", PYTHONNOUSERSITE="1")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.splitlines()[-1])
+    return run_json(site, SCRIPT)
 
 
 @pytest.mark.parametrize("version, module", [("0.1.9.post1", "aiter.ops.triton.mha"),

@@ -2,17 +2,14 @@
 unified_attention (fp8 q_descale, k/v descales as one-element scalars, output_scale,
 shuffled_kv_cache on gfx1250) on fixture releases, and its FA backend's K/V views of one packed
 cache (_split_kv_cache: the head stride is not the slot stride) on the CPU reference."""
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import aiter_compat
 from attention_reference import attention
-from conftest import BUILD_PYTHON, RNG, SOURCE
+from conftest import RNG
+from fixture_process import run_json
 
 SCRIPT = r'''
 import json
@@ -31,11 +28,7 @@ print(json.dumps(call_record(aiter_compat.unified_attention, kwargs)))
 
 
 def run(site):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([BUILD_PYTHON, site, os.path.join(SOURCE, "tests", "python")]),
-               AITER_COMPAT_LOG_LEVEL="off", PYTHONNOUSERSITE="1")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.splitlines()[-1])
+    return run_json(site, SCRIPT)
 
 
 @pytest.mark.parametrize("version", ["0.1.13", "0.1.20.post1"])
