@@ -57,8 +57,8 @@ std::vector<OpSignature> make_signatures() {
        true},
       // Ours: decode (and extend) over a paged cache with sinks, which no AITer kernel offers.
       {OpId::paged_attention_decode, OpKind::decode, "paged_attention_decode", "",
-       "AITer has no entry point for this: its paged decode kernels (pa_fwd_asm, paged_attention_v1) take no "
-       "sinks and a different calling convention",
+       "aiter-compat's own call: AITer's pa_fwd_asm and paged_attention_v1 take no sinks, and its paged decodes "
+       "that do (pa_decode_gluon, pa_decode_bf16_asm) take other cache layouts and calling conventions",
        {P("q", R::q), P("k_cache", R::k), P("v_cache", R::v), P("block_table", R::block_table),
         P("seqused_k", R::seqused_k), O("softmax_scale", D::none, R::softmax_scale),
         O("window_size", D::window, R::window), O("sinks", D::none, R::sinks), O("out", D::none, R::out),
