@@ -23,7 +23,8 @@ graph capture, and selftest_verdicts() lists the verdicts (AITER_COMPAT_SELFTEST
 always or off).
 
 install() puts the same routing under AITer's own names (aiter.flash_attn_varlen_func, ...), for
-engines that call AITer directly; uninstall() puts AITer's functions back. The vLLM plugin
+engines that call AITer directly; uninstall() puts AITer's functions back. bound_elsewhere()
+lists the names other modules bound to AITer's functions before install() ran, which it rebinds. The vLLM plugin
 (aiter_compat.vllm_plugin) calls install() in every vLLM process.
 
 `aiter-compat` (the console script) and `python -m aiter_compat` run the command line.
@@ -51,13 +52,13 @@ from ._aiter_compat import (  # noqa: F401
     warmup,
 )
 from ._aiter_compat import _force_kernel_row  # noqa: F401 (the benchmark's: each family timed alone)
-from ._install import install, uninstall  # noqa: F401
+from ._install import bound_elsewhere, install, uninstall  # noqa: F401
 from ._process_hooks import register as _register_process_hooks
 
 _register_process_hooks()
 
 __all__ = [
-    "AiterCompatError", "explain", "flash_attn_fp8_pertensor_func", "flash_attn_func",
+    "AiterCompatError", "bound_elsewhere", "explain", "flash_attn_fp8_pertensor_func", "flash_attn_func",
     "flash_attn_varlen_fp8_pertensor_func", "flash_attn_varlen_func", "get_policy", "merge_attn_states",
     "mha_batch_prefill_func", "install", "paged_attention_decode", "probe", "reset", "routes", "selftest_verdicts", "set_policy", "stats",
     "triton_flash_attn_func", "triton_flash_attn_varlen_func", "uninstall", "unified_attention", "warmup",

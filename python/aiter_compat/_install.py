@@ -13,13 +13,21 @@ imports from), leaving a copy holding an unpatched function. install() makes the
 the module already imported (sys.modules), so every import of either path sees the route.
 
 Code that bound a name before install() ran (`from aiter import flash_attn_varlen_func` at
-import time) keeps AITer's function: install() changes modules, not other modules' copies.
+import time, as SGLang's and ATOM's attention backends do) holds AITer's function in its own
+module's globals. After patching, install() finds those by identity in every loaded module
+outside aiter and rebinds each one held under AITer's own name (what `from aiter import name`
+binds) to the route; one held under another name (`original = aiter.flash_attn_varlen_func`)
+may be a deliberate reference to AITer's function and is reported, not changed, unless
+AITER_COMPAT_REBIND=all; AITER_COMPAT_REBIND=0 reports every one and changes none.
+bound_elsewhere() lists both; uninstall() puts the originals back there too.
 """
 import importlib
 import importlib.machinery
 import inspect
+import os
 import sys
 import threading
+import types
 
 from . import _aiter_compat as _ext
 
@@ -30,6 +38,11 @@ _patches = {}
 _registered = {}
 # sys.modules entries install() made: compat alias path -> the module it now names.
 _aliases = {}
+# (sys.modules key, global name) -> _Patch, for each module outside aiter whose global install()
+# rebound from an original to its route.
+_rebound = {}
+# "module.name" -> why it still holds AITer's function, as the latest install() found them.
+_left = {}
 
 
 class _Patch:
@@ -166,12 +179,90 @@ def _patch_entry(op, name, original, problems):
         _patches[(path, name)] = _Patch(module, original, current)
 
 
+def _rebind_mode(problems):
+    """AITER_COMPAT_REBIND: "same" (unset, 1, true, yes, on: names held under AITer's own name),
+    "all" (every name holding an original) or "off" (0, false, no, off: report only); and the
+    variable's value."""
+    flag = os.environ.get("AITER_COMPAT_REBIND", "").strip().lower()
+    if flag in ("0", "false", "no", "off"):
+        return "off", flag
+    if flag == "all":
+        return "all", flag
+    if flag not in ("", "1", "true", "yes", "on"):
+        problems.append(f"AITER_COMPAT_REBIND={flag!r} is not one of 0/1/all: rebinding names held under "
+                        "AITer's own name")
+    return "same", flag
+
+
+def _in_aiter(path):
+    return isinstance(path, str) and (path == "aiter" or path.startswith("aiter."))
+
+
+def _rebind_elsewhere(problems):
+    """Finds, in every loaded module outside aiter, top-level names holding one of the originals
+    install() put a route over (bound before it ran: `from aiter import name` at import), and
+    rebinds them to the route where that is safe. Returns the "module.name"s rebound now and
+    {"module.name": why} for those left; only module globals can be found (a class attribute, a
+    closure cell or a container holding the function is out of reach and not claimed)."""
+    mode, flag = _rebind_mode(problems)
+    wanted = {}  # id(original) -> (AITer's name for it, original, its route)
+    for (_, name), patch in _patches.items():
+        wanted.setdefault(id(patch.original), (name, patch.original, patch.patched))
+    if not wanted:
+        return [], {}
+    rebound, left, seen = [], {}, set()
+    for key, module in list(sys.modules.items()):
+        # Only real module objects: their __dict__ is their code's globals. Another object in
+        # sys.modules (a lazy or proxy module) is not read: reading it can run its code.
+        if not isinstance(key, str) or not issubclass(type(module), types.ModuleType) or id(module) in seen:
+            continue
+        seen.add(id(module))
+        try:
+            namespace = object.__getattribute__(module, "__dict__")  # not the module's own __getattr__
+            if type(namespace) is not dict or _in_aiter(key) or _in_aiter(namespace.get("__name__")):
+                continue
+            if wanted.keys().isdisjoint(map(id, namespace.values())):
+                continue
+            found = [(g, v) for g, v in list(namespace.items()) if id(v) in wanted and wanted[id(v)][1] is v]
+        except Exception:  # a module's dict changed size under another thread: the next install() sees it
+            continue
+        for global_name, value in found:
+            name, original, patched = wanted[id(value)]
+            where = f"{key}.{global_name}"
+            if mode == "off":
+                left[where] = f"AITER_COMPAT_REBIND={flag}: reported only"
+                continue
+            if global_name != name and mode != "all":
+                # `original = aiter.flash_attn_varlen_func` keeps AITer's function on purpose, as a
+                # profiler or a test does; an engine's `from aiter import name` binds AITer's name.
+                left[where] = f"held as {global_name}, not as {name}; AITER_COMPAT_REBIND=all rebinds it"
+                continue
+            namespace[global_name] = patched
+            _rebound[(key, global_name)] = _Patch(module, original, patched)
+            rebound.append(where)
+    return sorted(rebound), left
+
+
+def bound_elsewhere():
+    """Where, outside aiter, modules held AITer's functions bound before install() ran:
+    {"rebound": ["module.name", ...] (now the route, until uninstall()), "left": ["module.name",
+    ...] (still AITer's function, as the latest install() found them), "reasons": {"module.name":
+    why it was left}}. Names are sorted; empty lists before install() and after uninstall()."""
+    with _lock:
+        return {"rebound": sorted(f"{k}.{n}" for k, n in _rebound), "left": sorted(_left),
+                "reasons": dict(sorted(_left.items()))}
+
+
 def install():
     """Puts aiter-compat's routing under AITer's attention entry points, in place, at every module
     path of the installed aiter that holds them. Returns the paths patched ("aiter.ops.mha.
     flash_attn_varlen_func", ...), sorted; idempotent (a second call patches only what is new,
     such as a module imported since) and thread-safe. Without AITer, or when importing it
-    fails, patches nothing, logs one line saying why and returns []. Never raises."""
+    fails, patches nothing, logs one line saying why and returns []. Never raises.
+
+    Then it rebinds, in modules outside aiter, the names that took AITer's function before it ran
+    (bound_elsewhere() lists them, and those it left; AITER_COMPAT_REBIND=0 reports only); the
+    returned paths are aiter's own."""
     with _lock:
         try:
             importlib.import_module("aiter")
@@ -197,16 +288,54 @@ def install():
             if problems:
                 text += "; not patched: " + "; ".join(problems)
             _ext._log("warn" if problems else "info", text)
+        _report_elsewhere()
         return patched
+
+
+def _report_elsewhere():
+    """Rebinds names bound before install() ran (see _rebind_elsewhere) and logs one line when
+    something was rebound or what is left has changed since the last line."""
+    global _left
+    problems = []
+    try:
+        rebound, left = _rebind_elsewhere(problems)
+    except Exception as exc:  # the scan is an addition to install(): it never undoes the patching
+        rebound, left = [], dict(_left)
+        problems.append(f"the scan failed: {_one_line(exc)}")
+    changed = left != _left
+    _left = left
+    if rebound or (left and changed) or problems:
+        parts = [f"rebound {', '.join(rebound)}"] if rebound else []
+        if left:
+            parts.append("left " + "; ".join(f"{w} ({why})" for w, why in sorted(left.items())))
+        parts += problems
+        _ext._log("warn" if problems else "info", "install: AITer's functions bound outside aiter before "
+                                                  "install(): " + "; ".join(parts))
 
 
 def uninstall():
     """Puts AITer's original functions back (the same objects) wherever install() put a route.
     A path that now holds something else (another library's wrapper) is left as it is, with a
     warning, and keeps its original registered, so a wrapper around the route still reaches
-    AITer. Returns the paths restored, sorted."""
+    AITer. Names install() rebound outside aiter get AITer's function back where they still hold
+    the route. Returns aiter's paths restored, sorted."""
+    global _left
     with _lock:
         restored, left = [], []
+        elsewhere = []
+        for (key, name), patch in sorted(_rebound.items()):
+            # Only where the name still holds the route: a module that rebound it since keeps its own.
+            namespace = object.__getattribute__(patch.module, "__dict__")
+            current = namespace.get(name)
+            if current is patch.patched:
+                namespace[name] = patch.original
+                elsewhere.append(f"{key}.{name}")
+            elif current is not patch.original:
+                left.append(f"{key}.{name}: now holds {type(namespace.get(name)).__name__}, not the route")
+            del _rebound[(key, name)]
+        _left = {}
+        if elsewhere:
+            _ext._log("info", "uninstall: AITer's functions put back outside aiter in " + ", ".join(elsewhere))
         for (path, name), patch in sorted(_patches.items()):
             current = vars(patch.module).get(name)
             if current is patch.patched:

@@ -21,6 +21,9 @@ def test_pip_install_into_a_venv(built_wheel, tmp_path):
     assert run.returncode == 0, run.stderr
     path, total = run.stdout.split()
     assert path.startswith(str(venv)) and float(total) == pytest.approx(3 * 2 * 8)
+    # AITER_COMPAT_INSTALL=1's start-up hook, at the top of site-packages where site runs it.
+    top = os.path.dirname(os.path.dirname(path))
+    assert {"aiter_compat_autoinstall.pth", "_aiter_compat_autoinstall.py"} <= set(os.listdir(top)), top
     # The console script, and the same command through -m.
     script = venv / "bin" / "aiter-compat"
     assert script.is_file()
