@@ -83,7 +83,7 @@ CallFeatures features_of(const CallArgs& call) {
   // 5-D "vectorized" caches: k [pages, Hk, D / x, page_size, x], v [pages, Hk, page_size / x,
   // Dv, x] (x = 16 bytes of elements): mha_batch_prefill_func's, and unified_attention's with
   // shuffled_kv_cache=True (vLLM on gfx1250, ATOM). AITer's layout; no fallback kernel reads it.
-  const int shuffled_i = sig.index_of("shuffled_kv_cache");
+  const int shuffled_i = sig.index_of(Role::shuffled_cache);
   const bool shuffled = shuffled_i >= 0 && call.flag(shuffled_i);
   const bool vectorized = (sig.kind == OpKind::batch_prefill || shuffled) && k.ndim == 5 && v.ndim == 5;
   if (vectorized) {

@@ -52,7 +52,7 @@ std::vector<OpSignature> make_signatures() {
         P("v_descale", D::none, R::v_descale), O("q_scales", D::none, R::descale, k::kDescale),
         O("alibi_slopes", D::none, R::alibi, k::kAlibi), O("output_scale", D::none, R::output_scale),
         O("qq_bias", D::none, R::bias, k::kBias), O("sinks", D::none, R::sinks),
-        O("shuffled_kv_cache", D::false_, R::none, k::kShuffledCache),
+        O("shuffled_kv_cache", D::false_, R::shuffled_cache, k::kShuffledCache),
         O("skip_reduce", D::false_, R::none, k::kShuffledCache)},
        true},
       // Ours: decode (and extend) over a paged cache with sinks, which no AITer kernel offers.

@@ -57,6 +57,7 @@ enum class Role : uint8_t {
   output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse,
   kv_indptr, kv_page_indices, kv_last_page_lens,  // mha_batch_prefill_func's CSR page table
   sink_size,                                      // StreamingLLM's always-kept first tokens, as a parameter
+  shuffled_cache,                                 // unified_attention's shuffled_kv_cache (5-D caches)
   count_
 };
 constexpr int kRoleCount = static_cast<int>(Role::count_);
