@@ -257,7 +257,8 @@ def _sink_functions(sources, specs, ops):
     """Every public top-level function of the package with a sink-like parameter that the op
     table does not describe: [{"module", "function", "param"}], so an entry point that gains sinks
     is seen the day it appears. Only files whose text says "sink" are read past their bytes, and
-    of those only the statements that say it are parsed."""
+    of those only the signatures that say it are parsed (no symbol table: this is a listing, and
+    the Python module's first call pays for it)."""
     known = {(m, reading.function_of(s)) for s in specs for m in s["modules"]}
     known |= {(op["module"], reading.function_of(s)) for s in specs
               for op in [ops.get(s["name"], {})] if op.get("module")}
@@ -268,15 +269,24 @@ def _sink_functions(sources, specs, ops):
         data, _ = sources.text(module)
         if data is None or b"sink" not in data:
             continue
-        tree, _ = sources.tree(module, ["sink"])
-        for node in tree.body if tree is not None else []:
-            if not isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)) or node.name.startswith("_"):
+        code, statements = reading.top_level_statements(data)
+        for begin, end, line in statements:
+            if data.find(b"sink", begin, end) < 0:
                 continue
-            a = node.args
-            names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
-            hits = [n for n in names if n in SINK_PARAMS]
-            if hits and (module, node.name) not in known:
-                found.append({"module": module, "function": node.name, "param": hits[0]})
+            head = reading.without_body(data, code, begin, end)
+            if not head.endswith(b": pass\n") or b"sink" not in head:
+                continue  # not a function's signature (without_body keeps other statements whole), or no sink in it
+            try:
+                nodes = reading.parse(b"\n" * (line - 1) + head, path).body
+            except (SyntaxError, ValueError):
+                continue
+            for node in nodes:
+                if not isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)) or node.name.startswith("_"):
+                    continue
+                a = node.args
+                hits = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg in SINK_PARAMS]
+                if hits and (module, node.name) not in known:
+                    found.append({"module": module, "function": node.name, "param": hits[0]})
     return found
 
 

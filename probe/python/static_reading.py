@@ -114,7 +114,7 @@ def top_level_statements(data):
     return code, [tuple(s) for s in out]
 
 
-def _without_body(data, code, begin, end):
+def without_body(data, code, begin, end):
     """A function definition's text up to the colon that ends its signature, with `pass` for a
     body (its decorators and parameters are what is read, and a body can be thousands of lines);
     any other statement whole. code is data with strings and comments blanked."""
@@ -249,7 +249,7 @@ class Sources:
                 if i not in parsed:
                     # Line ends first, so the parser numbers lines as in the file (cheaper than
                     # renumbering the tree); a definition without its body (nothing here reads it).
-                    text = b"\n" * (line - 1) + _without_body(data, code, begin, end)
+                    text = b"\n" * (line - 1) + without_body(data, code, begin, end)
                     parsed[i] = parse(text, self.path_of(module)).body
                 body.extend(parsed[i])
             tree = _ast.Module(body=body, type_ignores=[])
