@@ -48,6 +48,8 @@ ROUTED = {
     "flash_attn_fp8_pertensor_func": _FP8,
     "mha_batch_prefill_func": Route("fallback", "the paged fallback kernels over its page table "
                                                 "(GPU, or the CPU reference for CPU tensors)"),
+    "pa_decode_gluon": Route("fallback", "the generic paged fallback kernel over its 5-D caches "
+                                         "(GPU, or the CPU reference for CPU tensors); per-token fp8 scales refused"),
 }
 
 # Quirk effects under which the router refuses AITer for the calls the quirk's `when` describes
@@ -190,6 +192,8 @@ def _code(text):
 
 def _archs(quirk):
     archs = quirk.get("archs") or []
+    if quirk.get("archs_not"):
+        return "not " + "/".join(quirk["archs_not"])
     return "/".join(archs)
 
 
@@ -366,7 +370,7 @@ def render(matrix, routed=None):
             f"### {_code(q['id'])}",
             "",
             f"- versions: `{q.get('versions', '') or 'any'}`",
-            f"- archs: {', '.join(q.get('archs') or []) or 'any GPU'}",
+            f"- archs: {', '.join(q.get('archs') or []) or ('every GPU but ' + ', '.join(q['archs_not']) if q.get('archs_not') else 'any GPU')}",
             f"- ops: {', '.join(_code(o) for o in q.get('ops') or [])}",
         ]
         if q.get("requires_param"):

@@ -59,13 +59,19 @@ struct Common {
   bool causal;
   Window window;
   double out_divisor = 1.0;  // AITer's output_scale
+  int64_t kv_heads = 0;      // with channel offsets: the caches' head count
+  // Channel offsets within a key row of k and v (empty: channel e at e, the row layouts).
+  std::vector<int64_t> k_channels, v_channels;
 };
 
 // The definition itself: for query i at position p (bottom-right aligned), key j counts when
 // the masks allow it; the sink is one more logit with a zero value vector, never masked.
 void attend_sequence(const Common& c, const Sequence& s) {
-  const int64_t hq = c.q->shape[c.q->ndim - 2], hk = c.k->shape[c.k->ndim - 2];
-  const int64_t d = c.q->shape[c.q->ndim - 1], dv = c.v->shape[c.v->ndim - 1];
+  const int64_t hq = c.q->shape[c.q->ndim - 2], d = c.q->shape[c.q->ndim - 1];
+  const int64_t hk = c.k_channels.empty() ? c.k->shape[c.k->ndim - 2] : c.kv_heads;
+  const int64_t dv = c.v_channels.empty() ? c.v->shape[c.v->ndim - 1] : static_cast<int64_t>(c.v_channels.size());
+  auto k_at = [&](int64_t e) { return c.k_channels.empty() ? e : c.k_channels[static_cast<size_t>(e)]; };
+  auto v_at = [&](int64_t e) { return c.v_channels.empty() ? e : c.v_channels[static_cast<size_t>(e)]; };
   const int64_t group = hq / hk;
   std::vector<double> scores(static_cast<size_t>(s.k_len)), acc(static_cast<size_t>(dv));
   for (int64_t h = 0; h < hq; ++h) {
@@ -82,7 +88,7 @@ void attend_sequence(const Common& c, const Sequence& s) {
       for (int64_t j = lo; j < hi; ++j) {
         double dot = 0;
         const int64_t qo = s.q_rows[i] + h * c.q_head_stride, ko = s.k_rows[j] + kh * c.k_head_stride;
-        for (int64_t e = 0; e < d; ++e) dot += load(c.q->dtype, c.q->data, qo + e) * load(c.k->dtype, c.k->data, ko + e);
+        for (int64_t e = 0; e < d; ++e) dot += load(c.q->dtype, c.q->data, qo + e) * load(c.k->dtype, c.k->data, ko + k_at(e));
         double sc = dot * c.scale * qk;
         if (c.softcap > 0) sc = c.softcap * std::tanh(sc / c.softcap);
         scores[j] = sc;
@@ -96,7 +102,7 @@ void attend_sequence(const Common& c, const Sequence& s) {
         double w = std::exp(scores[j] - m);
         denom += w;
         const int64_t vo = s.v_rows[j] + kh * c.v_head_stride;
-        for (int64_t e = 0; e < dv; ++e) acc[e] += w * load(c.v->dtype, c.v->data, vo + e);
+        for (int64_t e = 0; e < dv; ++e) acc[e] += w * load(c.v->dtype, c.v->data, vo + v_at(e));
       }
       const int64_t oo = s.out_rows[i] + h * c.out_head_stride;
       for (int64_t e = 0; e < dv; ++e)
@@ -154,12 +160,16 @@ void varlen_attention(const VarlenArgs& a) {
 }
 
 void paged_attention(const PagedArgs& a) {
+  const CacheAddress ka = cache_address(a.k_cache, a.k_layout), va = cache_address(a.v_cache, a.v_layout);
   Common c{&a.q, &a.k_cache, &a.v_cache, &a.sinks, &a.out, &a.lse,
-           a.q.strides[1], a.k_cache.strides[2], a.v_cache.strides[2], a.out.strides[1],
+           a.q.strides[1], ka.head, va.head, a.out.strides[1],
            a.lse.defined() ? a.lse.strides[0] : 0,
            scale_of(a.softmax_scale, a.q), a.softcap, a.causal, a.window};
   if (a.output_scale.defined()) c.out_divisor = *static_cast<const float*>(a.output_scale.data);
-  const int64_t batch = a.cu_seqlens_q.shape[0] - 1, bs = a.k_cache.shape[1];
+  c.kv_heads = ka.heads;
+  for (int64_t e = 0; e < ka.head_dim; ++e) c.k_channels.push_back(ka.channel_offset(e));
+  for (int64_t e = 0; e < va.head_dim; ++e) c.v_channels.push_back(va.channel_offset(e));
+  const int64_t batch = a.cu_seqlens_q.shape[0] - 1, bs = ka.block_size;
   for (int64_t b = 0; b < batch; ++b) {
     Sequence s;
     const int64_t q0 = i32_at(a.cu_seqlens_q, b);
@@ -181,7 +191,7 @@ void paged_attention(const PagedArgs& a) {
       s.lse_rows.push_back(a.lse.defined() ? (q0 + i) * a.lse.strides[1] : 0);
     }
     if (a.q_descale.defined() || a.k_descale.defined() || a.v_descale.defined())
-      for (int64_t kh = 0; kh < a.k_cache.shape[2]; ++kh) {
+      for (int64_t kh = 0; kh < ka.heads; ++kh) {
         s.qk_descale.push_back(descale_at(a.q_descale, 0, 0) * descale_at(a.k_descale, b, kh));
         s.v_descale.push_back(descale_at(a.v_descale, b, kh));
       }
@@ -190,8 +200,8 @@ void paged_attention(const PagedArgs& a) {
     const int64_t step = csr ? st[0] : st[1];
     for (int64_t j = 0; j < s.k_len; ++j) {
       int64_t block = table[(j / bs) * step];
-      s.k_rows.push_back(block * a.k_cache.strides[0] + (j % bs) * a.k_cache.strides[1]);
-      s.v_rows.push_back(block * a.v_cache.strides[0] + (j % bs) * a.v_cache.strides[1]);
+      s.k_rows.push_back(block * ka.block + ka.slot_offset(j % bs));
+      s.v_rows.push_back(block * va.block + va.slot_offset(j % bs));
     }
     attend_sequence(c, s);
   }

@@ -10,7 +10,7 @@
 
 namespace {
 
-template <typename Io>
+template <typename Io, bool kSplit>
 AC_DEVICE void attention_block(const ac_attention_params& p) {
   Io io;
   const int tid = ac_thread_x();
@@ -64,7 +64,7 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
         if (j < n && krow_s[j] >= 0) {
           const int64_t base = krow_s[j] + kh * p.k_head;
           float dot = 0.f;
-          for (int c = 0; c < d; ++c) dot += q_s[g * d + c] * io.kv(p, p.k, base + c);
+          for (int c = 0; c < d; ++c) dot += q_s[g * d + c] * io.kv(p, p.k, base + channel_offset<kSplit>(p, 0, c));
           sc = p.softcap > 0.f ? ac_softcap(dot, p.softcap) : dot;
         }
         p_s[g * AC_KEY_TILE + j] = sc;
@@ -92,9 +92,10 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
     for (int k = 0; k < kPairs; ++k) {
       const int x = tid + k * AC_THREADS, g = x / dv, c = x % dv;
       if (g < group) {
+        const int64_t v_channel = channel_offset<kSplit>(p, 1, c);
         float a = acc[k] * alpha_s[g];
         for (int j = 0; j < n; ++j)
-          if (vrow_s[j] >= 0) a += p_s[g * AC_KEY_TILE + j] * io.kv(p, p.v, vrow_s[j] + kh * p.v_head + c);
+          if (vrow_s[j] >= 0) a += p_s[g * AC_KEY_TILE + j] * io.kv(p, p.v, vrow_s[j] + kh * p.v_head + v_channel);
         acc[k] = a;
       }
     }
@@ -512,16 +513,21 @@ AC_KERNEL void ac_decode_f16_kv8_d128(ac_attention_params p) { decode_block<F16,
 AC_KERNEL void ac_merge_states_f32(ac_merge_params p) { merge_states_block<float>(p); }
 AC_KERNEL void ac_merge_states_f16(ac_merge_params p) { merge_states_block<F16>(p); }
 AC_KERNEL void ac_merge_states_bf16(ac_merge_params p) { merge_states_block<BF16>(p); }
-AC_KERNEL void ac_attention_f32(ac_attention_params p) { attention_block<OneType<float>>(p); }
-AC_KERNEL void ac_attention_f16(ac_attention_params p) { attention_block<OneType<F16>>(p); }
-AC_KERNEL void ac_attention_bf16(ac_attention_params p) { attention_block<OneType<BF16>>(p); }
+AC_KERNEL void ac_attention_f32(ac_attention_params p) { attention_block<OneType<float>, false>(p); }
+AC_KERNEL void ac_attention_split_f32(ac_attention_params p) { attention_block<OneType<float>, true>(p); }
+AC_KERNEL void ac_attention_f16(ac_attention_params p) { attention_block<OneType<F16>, false>(p); }
+AC_KERNEL void ac_attention_split_f16(ac_attention_params p) { attention_block<OneType<F16>, true>(p); }
+AC_KERNEL void ac_attention_bf16(ac_attention_params p) { attention_block<OneType<BF16>, false>(p); }
+AC_KERNEL void ac_attention_split_bf16(ac_attention_params p) { attention_block<OneType<BF16>, true>(p); }
 AC_KERNEL void ac_merge_f32(ac_attention_params p) { merge_block<OneType<float>>(p); }
 AC_KERNEL void ac_merge_f16(ac_attention_params p) { merge_block<OneType<F16>>(p); }
 AC_KERNEL void ac_merge_bf16(ac_attention_params p) { merge_block<OneType<BF16>>(p); }
 // The fp8-KV families' direct-load kernels compute in f32 whatever the tile type: both names run
 // the same code over the call's storage types.
-AC_KERNEL void ac_attention_f16_kv8(ac_attention_params p) { attention_block<CallTypes>(p); }
-AC_KERNEL void ac_attention_bf16_kv8(ac_attention_params p) { attention_block<CallTypes>(p); }
+AC_KERNEL void ac_attention_f16_kv8(ac_attention_params p) { attention_block<CallTypes, false>(p); }
+AC_KERNEL void ac_attention_split_f16_kv8(ac_attention_params p) { attention_block<CallTypes, true>(p); }
+AC_KERNEL void ac_attention_bf16_kv8(ac_attention_params p) { attention_block<CallTypes, false>(p); }
+AC_KERNEL void ac_attention_split_bf16_kv8(ac_attention_params p) { attention_block<CallTypes, true>(p); }
 AC_KERNEL void ac_merge_f16_kv8(ac_attention_params p) { merge_block<CallTypes>(p); }
 AC_KERNEL void ac_merge_bf16_kv8(ac_attention_params p) { merge_block<CallTypes>(p); }
 

@@ -135,7 +135,21 @@ typedef struct {
   const int32_t* kv_indptr;
   const int32_t* kv_last_page_lens;
   int32_t num_page_indices, unused2_;
+  // Paged caches whose rows are not [blocks, block_size, kv_heads, head_dim] (kv_layout 1; the
+  // generic kernel alone reads them): AITer's 5-D "vectorized" caches (k [blocks, kv_heads,
+  // head_dim / x, block_size, x], v [blocks, kv_heads, block_size / x, head_dim, x]) and
+  // pa_decode_gluon's [blocks, kv_heads, head_dim, block_size] value cache. Past block * k_tok
+  // and head * k_head, slot s is at ac_split(s, k_slot_x, k_slot, k_slot_in) and channel c at
+  // ac_split(c, k_dim_x, k_dim, k_dim_in), ac_split(i, x, outer, inner) = (i / x) outer +
+  // (i % x) inner (x > every index: one stride, inner); v's likewise.
+  int64_t k_slot_in, k_dim, k_dim_in, v_slot_in, v_dim, v_dim_in;
+  int32_t k_slot_x, k_dim_x, v_slot_x, v_dim_x;
+  int32_t kv_layout, unused3_;
 } ac_attention_params;
+
+#define AC_LAYOUT_ROWS 0
+#define AC_LAYOUT_SPLIT 1
+#define AC_SPLIT_NONE (1 << 30)  // an ac_split width past every index: the index times inner
 
 // merge_attn_states: out = prefix * e^(lse_p - lse) + suffix * e^(lse_s - lse), with
 // lse = logaddexp(lse_p, lse_s, sink).

@@ -42,6 +42,14 @@ std::vector<std::string> per_type(const char* prefix, std::vector<int> types, co
   return names;
 }
 
+// The generic kernel per type, over row caches and over split layouts (kernel_params.h): two
+// kernels, so that the rows' registers are not the split addressing's.
+std::vector<std::string> generic_names(const std::vector<int>& types) {
+  std::vector<std::string> names = per_type("ac_attention_", types), split = per_type("ac_attention_split_", types);
+  names.insert(names.end(), split.begin(), split.end());
+  return names;
+}
+
 std::vector<std::string> decode_names() {
   std::vector<std::string> names;
   for (int t : kHalf)  // (the decode kernel is paged: its fp8-KV variants too)
@@ -75,8 +83,9 @@ std::string feature_name(KernelFeature f) {
     case kPagedVarlen: return "a block table (paged KV) in flash_attn_varlen_func";
     case kStreamingSink: return "StreamingLLM's sink_size (window_size[2] > 0)";
     case kBatchVarlen: return "cu_seqlens in flash_attn_func";
-    case kShuffledCache: return "a shuffled KV cache or skip_reduce";
-    case kVectorizedCache: return "5-D vectorized K/V caches ([pages, kv_heads, head_dim / x, page_size, x])";
+    case kShuffledCache: return "skip_reduce (partial outputs left unreduced)";
+    case kTokenScales: return "fp8 scales per token (more than one element in key_scale, value_scale or query_scale)";
+    case kVectorizedCache: return "K/V caches other than [pages, page_size, kv_heads, head_dim] (AITer's 5-D vectorized ones)";
   }
   return "?";
 }
@@ -139,15 +148,15 @@ const std::vector<KernelRow>& kernel_rows() {
     r.push_back({K::decode, "decode", "direct loads, one query per sequence over a paged cache", KernelDevice::gpu,
                  KernelOp::attention, half, dims, 0, true, AC_DECODE_MAX_GROUP, kSoftcap, {}, decode_names()});
     r.push_back({K::generic, "generic", "direct loads, any call a GPU route takes", KernelDevice::gpu,
-                 KernelOp::attention, all, {}, AC_MAX_HEAD_DIM, false, AC_MAX_GROUP, kSoftcap, {},
-                 per_type("ac_attention_", all)});
+                 KernelOp::attention, all, {}, AC_MAX_HEAD_DIM, false, AC_MAX_GROUP, kSoftcap | kVectorizedCache, {},
+                 generic_names(all)});
     r.back().max_group_elems = AC_MAX_GROUP_ELEMS;  // a block holds its group's queries and outputs
     r.push_back({K::split_merge, "split_merge", "combines split-KV partial results, the sink entered once",
                  KernelDevice::gpu, KernelOp::split_merge, all, {}, 0, false, 0, 0, {}, per_type("ac_merge_", all)});
     r.push_back({K::merge_states, "merge_states", "merge_attn_states with the sink entered once", KernelDevice::gpu,
                  KernelOp::merge_states, plain, {}, 0, false, 0, 0, {}, per_type("ac_merge_states_", plain)});
     r.push_back({K::cpu_reference, "cpu_reference", "CPU reference kernels, double accumulation", KernelDevice::cpu,
-                 KernelOp::attention, all, {}, 0, false, 0, kSoftcap, {}, {}});
+                 KernelOp::attention, all, {}, 0, false, 0, kSoftcap | kVectorizedCache, {}, {}});
     return r;
   }();
   return rows;
@@ -199,6 +208,8 @@ bool launch_fits(KernelId id, const ac_attention_params& p, int dtype, int64_t r
   // The tiled and decode kernels apply output_scale over fp8 caches only (their 16-bit versions
   // keep the registers they had without it); the generic kernel takes it everywhere.
   if (p.out_scale && !kv8_type(dtype) && id != KernelId::generic) return false;
+  // Caches in other layouts than rows (the 5-D ones, gluon's value cache): the generic kernel.
+  if (p.kv_layout != AC_LAYOUT_ROWS && id != KernelId::generic) return false;
   switch (id) {
     case KernelId::tiled_keys:
     case KernelId::tiled_wgmma:

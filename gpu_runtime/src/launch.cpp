@@ -21,19 +21,20 @@ struct LoadedModule {
   std::string arch;
   int multiprocessors = 0;
   void* attention[AC_KTYPES] = {};   // [family type] (AC_DTYPE_F32..BF16, AC_KTYPE_*_KV8)
+  void* attention_split[AC_KTYPES] = {};  // the same over caches in split layouts (kv_layout 1)
   void* split_merge[AC_KTYPES] = {};
   void* merge_states[3] = {};
   void* decode[AC_KTYPES][2] = {};         // [type][d64, d128]
   void* tiled[3][2][AC_KTYPES][2] = {};    // [keys, wgmma, rows][contiguous, paged][type][d64, d128]
 
-  void* kernel(KernelId id, bool paged, int dtype, int head_dim) const {
+  void* kernel(KernelId id, bool paged, int dtype, int head_dim, bool split_layout) const {
     switch (id) {
       case KernelId::tiled_keys:
       case KernelId::tiled_wgmma:
       case KernelId::tiled_rows:
         return head_dim == 64 || head_dim == 128 ? tiled[shape_index(id)][paged][dtype][dim_index(head_dim)] : nullptr;
       case KernelId::decode: return head_dim == 64 || head_dim == 128 ? decode[dtype][dim_index(head_dim)] : nullptr;
-      case KernelId::generic: return attention[dtype];
+      case KernelId::generic: return split_layout ? attention_split[dtype] : attention[dtype];
       default: return nullptr;
     }
   }
@@ -93,6 +94,7 @@ const LoadedModule& module_for(Vendor v, int device) {
   const bool wgmma = !wgmma_disabled(), tiled = switched_off(KernelId::tiled_rows, m.arch).empty();
   for (int t : {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_F16_KV8, AC_KTYPE_BF16_KV8}) {
     m.attention[t] = find(std::string("ac_attention_") + dtype_suffix(t));
+    m.attention_split[t] = find(std::string("ac_attention_split_") + dtype_suffix(t));
     m.split_merge[t] = find(std::string("ac_merge_") + dtype_suffix(t));
     if (t < 3) m.merge_states[t] = find(std::string("ac_merge_states_") + dtype_suffix(t));
     for (int dim : {64, 128}) {
@@ -161,7 +163,7 @@ Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
     throw GpuError("kernel row " + kernel_row(*only).name + " failed its self-test on this device");
   for (KernelId id : {KernelId::tiled_keys, KernelId::tiled_wgmma, KernelId::tiled_rows, KernelId::decode, KernelId::generic}) {
     if (only ? id != *only : family_failed(c, id, p.head_dim)) continue;
-    void* fn = m.kernel(id, p.paged != 0, c.dtype, p.head_dim);
+    void* fn = m.kernel(id, p.paged != 0, c.dtype, p.head_dim, p.kv_layout == AC_LAYOUT_SPLIT);
     if (fn && launch_fits(id, p, c.dtype, c.max_rows)) {
       k.id = id, k.fn = fn;
       break;

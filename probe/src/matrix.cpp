@@ -117,6 +117,8 @@ MatrixQuirk parse_quirk(const Source& src, const YAML::Node& q) {
   if (!spec) fail(src, q["versions"], error);
   quirk.versions = *spec;
   quirk.archs = list(src, q, "archs");
+  quirk.archs_not = list(src, q, "archs_not");
+  if (!quirk.archs.empty() && !quirk.archs_not.empty()) fail(src, q["archs_not"], "'archs' and 'archs_not' exclude each other");
   quirk.ops = list(src, q, "ops");
   quirk.requires_param = scalar(src, q, "requires_param", false);
   if (YAML::Node when = q["when"]) {

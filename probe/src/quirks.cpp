@@ -42,6 +42,17 @@ std::vector<QuirkHit> match_quirks(const CompatMatrix& matrix, const ProbeReport
         hit.why += "; only on " + archs + " and no GPU was found here";
       }
     }
+    if (!q.archs_not.empty()) {
+      std::string archs;
+      for (const auto& a : q.archs_not) archs += (archs.empty() ? "" : "/") + a;
+      if (report.device.present) {
+        if (std::find(q.archs_not.begin(), q.archs_not.end(), report.device.arch) != q.archs_not.end()) continue;
+        hit.why += "; GPU " + report.device.arch + " (not " + archs + ")";
+      } else {
+        hit.status = "possible";
+        hit.why += "; on every GPU but " + archs + ", and no GPU was found here";
+      }
+    }
     hits.push_back(std::move(hit));
   }
   return hits;

@@ -235,6 +235,7 @@ ENTRY(triton_flash_attn_func)
 ENTRY(mha_batch_prefill_func)
 ENTRY(flash_attn_varlen_fp8_pertensor_func)
 ENTRY(flash_attn_fp8_pertensor_func)
+ENTRY(pa_decode_gluon)
 #undef ENTRY
 
 PyObject* json_to_python(const nlohmann::json& j) {
@@ -479,6 +480,10 @@ PyMethodDef methods[] = {
      "AITer's flash_attn_varlen_fp8_pertensor_func (newest signature), routed to AITer or refused with the reasons."},
     {"flash_attn_fp8_pertensor_func", VECTORCALL(entry_flash_attn_fp8_pertensor_func), METH_FASTCALL | METH_KEYWORDS,
      "AITer's flash_attn_fp8_pertensor_func (newest signature), routed to AITer or refused with the reasons."},
+    {"pa_decode_gluon", VECTORCALL(entry_pa_decode_gluon), METH_FASTCALL | METH_KEYWORDS,
+     "AITer's pa_decode_gluon (v0.1.10's signature: output, query, key_cache [blocks, kv_heads, head_dim / x, "
+     "block_size, x], value_cache 5-D or [blocks, kv_heads, head_dim, block_size], ..., sinks, sliding_window, ps): "
+     "paged decode over AITer's vectorized caches, written into output; routed to AITer or a fallback."},
     {"probe", api_probe, METH_NOARGS, "The probe's report of the install, as a dict."},
     {"routes", api_routes, METH_NOARGS, "The routes decided so far, with their features, candidates and calls."},
     {"stats", api_stats, METH_NOARGS,

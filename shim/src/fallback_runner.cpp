@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
 #include "aiter_compat/shim/dispatch.hpp"
 #include "aiter_compat/shim/errors.hpp"
 #include "aiter_compat/shim/gpu_runner.hpp"
@@ -129,11 +130,41 @@ void batch_prefill_table(CallArgs& c, PagedArgs& a) {
   a.seqused_k = TensorView{};
 }
 
+// The layouts of a call's caches: AITer's 5-D ones (mha_batch_prefill_func's and
+// unified_attention's shuffled_kv_cache 5-D pair; pa_decode_gluon's key cache, its value cache
+// 5-D or [blocks, kv_heads, dim, block_size]), else rows.
+void cache_layouts(const CallArgs& c, const CallFeatures& f, PagedArgs& a) {
+  if (!(f.kernel_features & gpu::kVectorizedCache)) return;
+  a.k_layout = CacheLayout::vectorized_k;
+  a.v_layout = a.v_cache.ndim == 4 && c.signature().kind == OpKind::vectorized_decode ? CacheLayout::dim_major_v
+                                                                                       : CacheLayout::vectorized_v;
+}
+
+// pa_decode_gluon: query_length queries per sequence, the window as sliding_window keys (the
+// query's own included), and the fp8 scales AITer applies: query_scale always, key_scale and
+// value_scale over an fp8 cache only (it ignores them over a 16-bit one).
+void gluon_decode(CallArgs& c, PagedArgs& a) {
+  const OpSignature& sig = c.signature();
+  a.k_name = "key_cache", a.v_name = "value_cache", a.table_name = "block_tables", a.seqused_name = "context_lengths";
+  a.out_name = "output";
+  const int64_t qlen = c.integer(sig.index_of(Role::query_length), 1);
+  const int64_t tokens = a.q.ndim > 0 ? a.q.shape[0] : 0;
+  if (qlen < 1 || tokens % qlen != 0)
+    throw ArgumentError("query_length", std::to_string(qlen),
+                        "a count >= 1 that divides query's " + std::to_string(tokens) + " tokens (sequences x query_length)");
+  a.queries_per_sequence = qlen;
+  const int64_t w = c.integer(sig.index_of(Role::sliding_window), 0);
+  if (w < 0) throw ArgumentError("sliding_window", std::to_string(w), "0 (off) or a count of keys >= 1");
+  a.window = w > 0 ? Window{w - 1, 0, 0} : Window{};
+  if (!is_e4m3(a.k_cache.dtype)) a.k_descale = a.v_descale = TensorView{};
+}
+
 FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   const OpSignature& sig = c.signature();
   PagedArgs a;
-  const bool decode = c.signature().kind == OpKind::decode;
-  const bool batch_prefill = c.signature().kind == OpKind::batch_prefill;
+  const bool gluon = sig.kind == OpKind::vectorized_decode;
+  const bool decode = sig.kind == OpKind::decode || gluon;
+  const bool batch_prefill = sig.kind == OpKind::batch_prefill;
   const int qi = sig.index_of(Role::q);
   a.q = c.view(qi);
   a.k_cache = view_of(c, Role::k);
@@ -150,15 +181,17 @@ FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   a.v_descale = view_of(c, Role::v_descale);
   a.output_scale = view_of(c, Role::output_scale);
   if (batch_prefill) batch_prefill_table(c, a);
-  std::vector<int32_t> arange;  // decode without cu_seqlens_q: one query token per sequence
+  cache_layouts(c, f, a);
+  if (gluon) gluon_decode(c, a);
+  std::vector<int32_t> arange;  // decode without cu_seqlens_q: queries_per_sequence tokens each
   const int cu = sig.index_of(Role::cu_seqlens_q);
-  if (c.given(cu)) {
+  if (cu >= 0 && c.given(cu)) {
     a.cu_seqlens_q = c.view(cu);
     a.max_seqlen_q = decode ? INT32_MAX : c.integer(sig.index_of(Role::max_seqlen_q), 0);
   } else {
-    const int64_t batch = a.q.ndim > 0 ? a.q.shape[0] : 0;
+    const int64_t n = a.queries_per_sequence, batch = a.q.ndim > 0 ? a.q.shape[0] / n : 0;
     arange.resize(static_cast<size_t>(batch + 1));
-    for (int64_t i = 0; i <= batch; ++i) arange[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    for (int64_t i = 0; i <= batch; ++i) arange[static_cast<size_t>(i)] = static_cast<int32_t>(i * n);
     a.cu_seqlens_q.data = arange.data();
     a.cu_seqlens_q.dtype = DType::i32;
     a.cu_seqlens_q.raw_dtype = to_dlpack(DType::i32);
@@ -167,16 +200,21 @@ FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
     a.cu_seqlens_q.ndim = 1;
     a.cu_seqlens_q.shape[0] = batch + 1;
     a.cu_seqlens_q.strides[0] = 1;
-    a.max_seqlen_q = 1;
-    a.one_query_per_sequence = true;
+    a.max_seqlen_q = a.queries_per_sequence;
+    a.uniform_queries = true;
   }
   a.max_seqlen_k = decode ? -1 : c.integer(sig.index_of(Role::max_seqlen_k), 0);
-  if (a.q.ndim != 3 || a.v_cache.ndim != 4) validate_paged(a, false);
-  outputs(c, f, {a.q.shape[0], a.q.shape[1], a.v_cache.shape[3]}, {a.q.shape[1], a.q.shape[0]}, a.out, a.lse);
+  const int v_ndim = a.v_layout == CacheLayout::vectorized_v ? 5 : 4;
+  if (a.q.ndim != 3 || a.v_cache.ndim != v_ndim) validate_paged(a, false);
+  outputs(c, f, {a.q.shape[0], a.q.shape[1], cache_address(a.v_cache, a.v_layout).head_dim}, {a.q.shape[1], a.q.shape[0]},
+          a.out, a.lse);
   FallbackRun run;
   run.kernel = execute<PagedArgs>(route, c, a, a.q, cpu::paged_attention, validate_paged);
-  // unified_attention writes into its out and returns nothing; the others return out (and the LSE).
-  run.returns = !decode && !batch_prefill ? Returns::nothing : f.return_lse ? Returns::out_and_lse : Returns::out;
+  // unified_attention and pa_decode_gluon write into their out and return nothing; the others
+  // return out (and the LSE).
+  run.returns = gluon || (!decode && !batch_prefill) ? Returns::nothing
+                : f.return_lse                       ? Returns::out_and_lse
+                                                     : Returns::out;
   return run;
 }
 
@@ -202,7 +240,8 @@ FallbackRun run_fallback(const Route& route, CallArgs& call, const CallFeatures&
     case OpKind::batch: return varlen(route, call, f);
     case OpKind::paged:
     case OpKind::decode:
-    case OpKind::batch_prefill: return paged(route, call, f);
+    case OpKind::batch_prefill:
+    case OpKind::vectorized_decode: return paged(route, call, f);
     case OpKind::merge: return merge(route, call);
   }
   return {};

@@ -63,7 +63,8 @@ CallFeatures features_of(const CallArgs& call) {
   if (sig.kind == OpKind::merge) return merge_features(call);
   CallFeatures f;
   f.op = sig.id;
-  const bool paged = sig.kind == OpKind::paged || sig.kind == OpKind::decode || sig.kind == OpKind::batch_prefill;
+  const bool gluon = sig.kind == OpKind::vectorized_decode;
+  const bool paged = sig.kind == OpKind::paged || sig.kind == OpKind::decode || sig.kind == OpKind::batch_prefill || gluon;
   const bool batch = sig.kind == OpKind::batch;
   const int qi = sig.index_of(Role::q), ki = sig.index_of(Role::k), vi = sig.index_of(Role::v);
   const std::string &kname = sig.params[ki].name, &vname = sig.params[vi].name;
@@ -81,13 +82,23 @@ CallFeatures features_of(const CallArgs& call) {
   f.q_heads = static_cast<int32_t>(q.shape[q.ndim - 2]);
   f.kv_heads = static_cast<int32_t>(k.shape[k.ndim - 2]);
   // 5-D "vectorized" caches: k [pages, Hk, D / x, page_size, x], v [pages, Hk, page_size / x,
-  // Dv, x] (x = 16 bytes of elements): mha_batch_prefill_func's, and unified_attention's with
-  // shuffled_kv_cache=True (vLLM on gfx1250, ATOM). AITer's layout; no fallback kernel reads it.
+  // Dv, x] (x = 16 bytes of elements): mha_batch_prefill_func's, unified_attention's with
+  // shuffled_kv_cache=True (vLLM on gfx1250, ATOM) and pa_decode_gluon's (whose v may also be
+  // [pages, Hk, Dv, page_size]). AITer's layouts; the generic GPU kernel and the CPU reference
+  // read them (cache_layout.cpp), the tiled and decode kernels do not.
   const int shuffled_i = sig.index_of(Role::shuffled_cache);
   const bool shuffled = shuffled_i >= 0 && call.flag(shuffled_i);
-  const bool vectorized = (sig.kind == OpKind::batch_prefill || shuffled) && k.ndim == 5 && v.ndim == 5;
+  const bool vectorized = ((sig.kind == OpKind::batch_prefill || shuffled) && k.ndim == 5 && v.ndim == 5) ||
+                          (gluon && k.ndim == 5 && (v.ndim == 5 || v.ndim == 4));
+  if (shuffled && !vectorized)
+    bad(k.ndim != 5 ? kname : vname, std::to_string(k.ndim != 5 ? k.ndim : v.ndim) + " dimensions with shuffled_kv_cache=True",
+        "5 (k [num_blocks, kv_heads, head_dim / x, block_size, x], v [num_blocks, kv_heads, block_size / x, head_dim, x])");
+  if (gluon && !vectorized)
+    bad(k.ndim != 5 ? kname : vname, std::to_string(k.ndim != 5 ? k.ndim : v.ndim) + " dimensions",
+        k.ndim != 5 ? "5 ([num_blocks, kv_heads, head_dim / x, block_size, x])"
+                    : "5 ([num_blocks, kv_heads, block_size / x, head_dim, x]) or 4 ([num_blocks, kv_heads, head_dim, block_size])");
   if (vectorized) {
-    f.head_dim_v = static_cast<int32_t>(v.shape[3]);
+    f.head_dim_v = static_cast<int32_t>(v.ndim == 5 ? v.shape[3] : v.shape[2]);
     f.kv_heads = static_cast<int32_t>(k.shape[1]);
     f.kernel_features |= gpu::kVectorizedCache;
   }
@@ -117,8 +128,11 @@ CallFeatures features_of(const CallArgs& call) {
   WindowValue w = call.window(sig.index_of(Role::window));
   f.window_arity = static_cast<int8_t>(w.arity);
   const int ci = sig.index_of(Role::causal);
-  f.causal = sig.kind == OpKind::decode ? true : ci >= 0 && call.flag(ci);
+  f.causal = sig.kind == OpKind::decode || gluon ? true : ci >= 0 && call.flag(ci);
   f.window_left = w.left >= 0;
+  if (int i = sig.index_of(Role::sliding_window); i >= 0) f.window_left = call.integer(i, 0) > 0;
+  if (int i = sig.index_of(Role::query_length); i >= 0)
+    f.query_length = static_cast<int32_t>(std::clamp<int64_t>(call.integer(i, 1), INT32_MIN, INT32_MAX));
   f.window_right = w.right >= 0 && !(f.causal && w.right == 0);
   f.window_sink_size = w.sink_size > 0;
   if (int i = sig.index_of(Role::sink_size); i >= 0) f.window_sink_size = call.integer(i, 0) > 0;
@@ -129,8 +143,18 @@ CallFeatures features_of(const CallArgs& call) {
   if (int i = sig.index_of(Role::softcap); i >= 0) f.softcap = call.number(i) != 0.0;
   f.return_lse = call.wants_lse();
   if (int i = sig.index_of(Role::return_attn_probs); i >= 0) f.return_attn_probs = call.flag(i);
-  for (const char* d : {"q_descale", "k_descale", "v_descale", "q_scales"})
+  for (Role d : {Role::q_descale, Role::k_descale, Role::v_descale, Role::descale})
     if (int i = sig.index_of(d); i >= 0) f.descale = f.descale || call.given(i);
+  // pa_decode_gluon's fp8 scales per token (more than one element: key_scale [blocks, Hk,
+  // block_size, 1], query_scale [tokens, Hq, 1]); its per-tensor ones are the descales above.
+  if (gluon)
+    for (Role d : {Role::q_descale, Role::k_descale, Role::v_descale})
+      if (int i = sig.index_of(d); i >= 0 && call.given(i)) {
+        const TensorMeta m = call.meta(i);
+        int64_t n = 1;
+        for (int j = 0; j < m.ndim; ++j) n *= m.shape[j];
+        if (n != 1) f.kernel_features |= gpu::kTokenScales;
+      }
   mark_nondefault(call, f);
   return f;
 }
@@ -148,7 +172,9 @@ int family_type(const CallFeatures& f) {
   const DType kv = f.kv_dtype == DType::unsupported ? f.dtype : f.kv_dtype;
   // fp8 caches are the paged ops' (unified_attention's and the paged decode's) alone.
   const OpKind kind = signature(f.op).kind;
-  if (is_e4m3(kv) && kind != OpKind::paged && kind != OpKind::decode && kind != OpKind::batch_prefill) return -1;
+  if (is_e4m3(kv) && kind != OpKind::paged && kind != OpKind::decode && kind != OpKind::batch_prefill &&
+      kind != OpKind::vectorized_decode)
+    return -1;
   return family_type(f.dtype, kv, f.out_dtype);
 }
 
@@ -174,6 +200,7 @@ std::vector<std::pair<std::string, std::string>> CallFeatures::describe() const 
       {"return_lse", yes(return_lse)},
   };
   if (block_size) rows.push_back({"block_size", std::to_string(block_size)});
+  if (query_length != 1) rows.push_back({"query_length", std::to_string(query_length)});
   if (return_attn_probs) rows.push_back({"return_attn_probs", "yes"});
   if (descale) rows.push_back({"descale / q_scales", "given"});
   if (!batch_contiguous) rows.push_back({"batch layout", "sequences not one token stride apart"});
@@ -204,6 +231,7 @@ size_t CallFeaturesHash::operator()(const CallFeatures& f) const {
                  f.softcap, f.return_lse, f.return_attn_probs, f.descale, f.batch_contiguous})
     bits = bits << 1 | static_cast<uint64_t>(b);
   mix(bits | static_cast<uint64_t>(static_cast<uint32_t>(f.block_size)) << 16);
+  mix(static_cast<uint64_t>(static_cast<uint32_t>(f.query_length)));
   mix(f.nondefault | static_cast<uint64_t>(f.kernel_features) << 32);
   return static_cast<size_t>(h);
 }

@@ -122,19 +122,29 @@ gpu::KernelId run_gpu(const VarlenArgs& a, void* stream, const GpuOptions& o) {
 }
 
 gpu::KernelId run_gpu(const PagedArgs& a, void* stream, const GpuOptions& o) {
+  const CacheAddress ka = cache_address(a.k_cache, a.k_layout), va = cache_address(a.v_cache, a.v_layout);
   ac_attention_params p = common(a.q, a.out, a.lse, a.sinks, a.softmax_scale, a.softcap, a.causal, a.window,
-                                 a.k_cache.shape[2], a.v_cache.shape[3]);
+                                 ka.heads, va.head_dim);
   p.paged = 1;
   p.k = a.k_cache.data;
   p.v = a.v_cache.data;
   p.q_tok = a.q.strides[0], p.q_head = a.q.strides[1];
-  p.k_tok = a.k_cache.strides[0], p.k_slot = a.k_cache.strides[1], p.k_head = a.k_cache.strides[2];
-  p.v_tok = a.v_cache.strides[0], p.v_slot = a.v_cache.strides[1], p.v_head = a.v_cache.strides[2];
+  p.k_tok = ka.block, p.k_head = ka.head, p.v_tok = va.block, p.v_head = va.head;
+  if (a.k_layout == CacheLayout::rows && a.v_layout == CacheLayout::rows) {
+    p.k_slot = ka.slot_in, p.v_slot = va.slot_in;
+  } else {  // the generic kernel's split addressing (kernel_params.h)
+    static_assert(kUnsplit == AC_SPLIT_NONE, "one unsplit width for the host and the kernels");
+    p.kv_layout = AC_LAYOUT_SPLIT;
+    p.k_slot = ka.slot, p.k_slot_in = ka.slot_in, p.k_slot_x = ka.slot_x;
+    p.k_dim = ka.dim, p.k_dim_in = ka.dim_in, p.k_dim_x = ka.dim_x;
+    p.v_slot = va.slot, p.v_slot_in = va.slot_in, p.v_slot_x = va.slot_x;
+    p.v_dim = va.dim, p.v_dim_in = va.dim_in, p.v_dim_x = va.dim_x;
+  }
   p.out_tok = a.out.strides[0], p.out_head = a.out.strides[1];
   if (a.lse.defined()) p.lse_head = a.lse.strides[0], p.lse_tok = a.lse.strides[1];
   p.block_table = static_cast<const int32_t*>(a.block_table.data);
-  p.num_blocks = static_cast<int32_t>(a.k_cache.shape[0]);
-  p.block_size = static_cast<int32_t>(a.k_cache.shape[1]);
+  p.num_blocks = static_cast<int32_t>(ka.blocks);
+  p.block_size = static_cast<int32_t>(ka.block_size);
   if (a.kv_indptr.defined()) {  // CSR: block_table is the 1-D kv_page_indices
     p.kv_indptr = static_cast<const int32_t*>(a.kv_indptr.data);
     p.kv_last_page_lens = a.kv_last_page_lens.defined() ? static_cast<const int32_t*>(a.kv_last_page_lens.data) : nullptr;
@@ -159,12 +169,13 @@ gpu::KernelId run_gpu(const PagedArgs& a, void* stream, const GpuOptions& o) {
   p.total_q = static_cast<int32_t>(a.q.shape[0]);
   // One query per sequence (decode) needs no cu_seqlens_q: given, or implied by batch == tokens
   // with max_seqlen_q == 1.
-  if (a.one_query_per_sequence || (p.batch == p.total_q && a.max_seqlen_q == 1)) p.uniform_q = 1;
+  if (a.uniform_queries) p.uniform_q = static_cast<int32_t>(a.queries_per_sequence);
+  else if (p.batch == p.total_q && a.max_seqlen_q == 1) p.uniform_q = 1;
   else p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
   gpu::AttentionLaunch l = launch_of(p, a.q, a.k_cache, a.out, stream, o);
   l.max_keys = max_keys_of(a.max_seqlen_k > 0 ? a.max_seqlen_k : static_cast<int64_t>(p.max_blocks) * p.block_size,
                            a.window);
-  const int64_t max_q = p.uniform_q == 1 ? 1 : a.max_seqlen_q > 0 ? a.max_seqlen_q : a.q.shape[0];
+  const int64_t max_q = p.uniform_q > 0 ? p.uniform_q : a.max_seqlen_q > 0 ? a.max_seqlen_q : a.q.shape[0];
   l.max_rows = max_q * (p.hq / std::max(p.hk, 1));
   return launch_checked(l, o);
 }

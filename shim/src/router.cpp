@@ -1,6 +1,7 @@
 #include "aiter_compat/shim/router.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "aiter_compat/gpu_runtime/family_verdicts.hpp"
 #include "aiter_compat/gpu_runtime/kernel_table.hpp"
@@ -51,6 +52,11 @@ bool when_matches(const std::map<std::string, std::vector<std::string>>& when, c
     else if (key == "head_dim_v") ok = in_ints(values, f.head_dim_v);
     else if (key == "window") ok = contains(values, (f.window_left || f.window_right) ? "set" : "none");
     else if (key == "sink_size") ok = flag(values, f.window_sink_size);  // StreamingLLM's sink_size > 0
+    // Queries per sequence above a bound, and those queries x the query heads of a KV head
+    // above one (pa_decode_gluon asserts query_length <= 4 and query_length x group <= 64).
+    else if (key == "query_length_over") ok = !values.empty() && f.query_length > std::atoi(values[0].c_str());
+    else if (key == "query_rows_over")
+      ok = !values.empty() && f.kv_heads > 0 && f.query_length * (f.q_heads / f.kv_heads) > std::atoi(values[0].c_str());
     if (!ok) return false;
   }
   return true;
@@ -67,7 +73,8 @@ std::string kernel_name(OpId op) {
     case OpKind::batch: return "batch_fwd";
     case OpKind::paged:
     case OpKind::decode:
-    case OpKind::batch_prefill: return "paged_fwd";
+    case OpKind::batch_prefill:
+    case OpKind::vectorized_decode: return "paged_fwd";
     case OpKind::merge: return "merge_states";
   }
   return "?";
@@ -106,6 +113,9 @@ std::vector<std::string> row_reasons(const gpu::KernelRow& row, const CallFeatur
   }
   if ((f.kernel_features & gpu::kStreamingSink) && !(row.features & gpu::kStreamingSink) && sig.index_of(Role::sink_size) < 0)
     why.push_back("window_size sink_size > 0 (StreamingLLM) is not supported");
+  if ((f.kernel_features & gpu::kTokenScales) && !(row.features & gpu::kTokenScales))
+    why.push_back("fp8 scales per token (" + sig.name_of(Role::k_descale) + ", " + sig.name_of(Role::v_descale) + " or " +
+                  sig.name_of(Role::q_descale) + " of more than one element) are not supported; scales per tensor are");
   if ((f.kernel_features & gpu::kVectorizedCache) && !(row.features & gpu::kVectorizedCache))
     why.push_back(sig.params[static_cast<size_t>(sig.index_of(Role::k))].name + " is a 5-D vectorized cache: " +
                   "this kernel reads [pages, page_size, kv_heads, head_dim] pages (or [slots, kv_heads, head_dim])");

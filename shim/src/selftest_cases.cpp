@@ -253,7 +253,7 @@ PagedArgs paged_args(const Case& c, const unsigned char* base, DeviceKind device
   a.softmax_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
   a.causal = true;
   a.window = {63, 0, 0};
-  a.one_query_per_sequence = c.kind == CaseKind::decode_paged;
+  a.uniform_queries = c.kind == CaseKind::decode_paged;
   if (c.buffers.size() > 12) a.q_descale = v(9), a.k_descale = v(10), a.v_descale = v(11), a.output_scale = v(12);
   return a;
 }

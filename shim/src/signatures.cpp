@@ -52,7 +52,7 @@ std::vector<OpSignature> make_signatures() {
         P("v_descale", D::none, R::v_descale), O("q_scales", D::none, R::descale, k::kDescale),
         O("alibi_slopes", D::none, R::alibi, k::kAlibi), O("output_scale", D::none, R::output_scale),
         O("qq_bias", D::none, R::bias, k::kBias), O("sinks", D::none, R::sinks),
-        O("shuffled_kv_cache", D::false_, R::shuffled_cache, k::kShuffledCache),
+        O("shuffled_kv_cache", D::false_, R::shuffled_cache),
         O("skip_reduce", D::false_, R::none, k::kShuffledCache)},
        true},
       // Ours: decode (and extend) over a paged cache with sinks, which no AITer kernel offers.
@@ -126,6 +126,23 @@ std::vector<OpSignature> make_signatures() {
        {P("q", R::q), P("k", R::k), P("v", R::v), P("q_descale", R::q_descale), P("k_descale", R::k_descale),
         P("v_descale", R::v_descale), O("causal", D::false_, R::causal), O("window_size", D::window, R::window),
         O("softmax_scale", D::none, R::softmax_scale), O("sink_ptr", D::none, R::sinks)},
+       true},
+      // AITer's Gluon paged decode (aiter.ops.triton.gluon.pa_decode_gluon, v0.1.10's signature;
+      // v0.1.8-v0.1.9.post1 took gluon-layout copies and max_context_length): output [seqs x
+      // query_length, Hq, D] written in place; key_cache [blocks, Hk, D / x, block_size, x],
+      // value_cache [blocks, Hk, D, block_size] or [blocks, Hk, block_size / x, D, x]; queries
+      // causal within a sequence; fp8 scales per tensor ([1]) or per token. The partition
+      // arguments and buffers are its kernels' own (AITer's scratch): the fallback reads none.
+      {OpId::pa_decode_gluon, OpKind::vectorized_decode, "pa_decode_gluon", "pa_decode_gluon", "",
+       {P("output", R::out), P("query", R::q), P("key_cache", R::k), P("value_cache", R::v),
+        P("context_lengths", R::seqused_k), P("block_tables", R::block_table),
+        P("softmax_scale", R::softmax_scale), P("query_length", R::query_length),
+        P("max_context_partition_num"), hint("context_partition_size", D::other),
+        hint("compute_type", D::other), O("query_scale", D::none, R::q_descale),
+        O("key_scale", D::none, R::k_descale), O("value_scale", D::none, R::v_descale),
+        hint("exp_sums", D::none), hint("max_logits", D::none), hint("temporary_output", D::none),
+        O("alibi_slopes", D::none, R::alibi, k::kAlibi), O("sinks", D::none, R::sinks),
+        O("sliding_window", D::zero, R::sliding_window), hint("ps", D::other)},
        true},
   };
   for (auto& sig : s) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "aiter_compat/shim/errors.hpp"
@@ -202,10 +203,10 @@ void check_paged_dtypes(const PagedArgs& a) {
         "q's dtype " + to_string(a.q.dtype) + (is_16bit_float(a.q.dtype) ? ", or float8_e4m3fn / float8_e4m3fnuz" : ""));
   need_dtype(a.v_name, a.v_cache, a.k_cache.dtype);
   if (!a.out.defined()) return;
-  if (!fp8_cache) return need_dtype("out", a.out, a.q.dtype);
+  if (!fp8_cache) return need_dtype(a.out_name, a.out, a.q.dtype);
   const bool ok = a.out.dtype == a.k_cache.dtype || (is_16bit_float(a.q.dtype) ? a.out.dtype == a.q.dtype : is_16bit_float(a.out.dtype));
   if (!ok)
-    bad("out", "dtype " + dtype_name(a.out),
+    bad(a.out_name, "dtype " + dtype_name(a.out),
         (is_16bit_float(a.q.dtype) ? "q's dtype " + to_string(a.q.dtype) : std::string("float16 or bfloat16")) + " or the cache's " +
             to_string(a.k_cache.dtype));
 }
@@ -298,6 +299,13 @@ void check_page_table(const PagedArgs& a, int64_t batch, int64_t nblocks, int64_
   }
 }
 
+// A cache of layout l: its number of dimensions, and no empty split (x) dimension.
+void need_cache_shape(const char* name, const TensorView& t, CacheLayout l) {
+  const int ndim = l == CacheLayout::vectorized_k || l == CacheLayout::vectorized_v ? 5 : 4;
+  need_ndim(name, t, ndim, layout_text(l));
+  if (ndim == 5 && t.shape[4] < 1) bad(name, "shape " + t.shape_text(), std::string(layout_text(l)) + " with x >= 1");
+}
+
 }  // namespace
 
 void validate_paged(const PagedArgs& a, bool read) {
@@ -307,16 +315,25 @@ void validate_paged(const PagedArgs& a, bool read) {
   need_defined(vn, a.v_cache);
   check_paged_dtypes(a);
   need_ndim("q", a.q, 3, "[tokens, heads, head_dim]");
-  need_ndim(kn, a.k_cache, 4, "[num_blocks, block_size, kv_heads, head_dim] (NHD)");
-  need_ndim(vn, a.v_cache, 4, "[num_blocks, block_size, kv_heads, head_dim] (NHD)");
-  const int64_t hq = a.q.shape[1], hk = a.k_cache.shape[2], nblocks = a.k_cache.shape[0], bs = a.k_cache.shape[1];
-  need_dim(kn, a.k_cache, 3, a.q.shape[2], "q's head_dim");
-  for (int i = 0; i < 3; ++i) need_dim(vn, a.v_cache, i, a.k_cache.shape[i], std::string("as ") + kn);
+  need_cache_shape(kn, a.k_cache, a.k_layout);
+  need_cache_shape(vn, a.v_cache, a.v_layout);
+  const CacheAddress ka = cache_address(a.k_cache, a.k_layout), va = cache_address(a.v_cache, a.v_layout);
+  const int64_t hq = a.q.shape[1], hk = ka.heads, nblocks = ka.blocks, bs = ka.block_size;
+  if (ka.head_dim != a.q.shape[2])
+    bad(kn, "shape " + a.k_cache.shape_text() + ": head_dim " + str(ka.head_dim), "q's head_dim " + str(a.q.shape[2]));
+  for (auto [what, got, want] : {std::tuple{"num_blocks", va.blocks, ka.blocks}, {"kv_heads", va.heads, ka.heads},
+                                 {"block_size", va.block_size, ka.block_size}})
+    if (got != want)
+      bad(vn, "shape " + a.v_cache.shape_text() + ": " + what + " " + str(got), std::string(kn) + "'s " + str(want));
   if (hk == 0 || hq % hk != 0)
     bad(kn, str(hk) + " kv heads for q's " + str(hq), "a divisor of q's head count (grouped-query attention)");
   if (bs < 1) bad(kn, "block size " + str(bs), "at least 1");
-  for (auto [name, t] : {std::pair{"q", &a.q}, {kn, &a.k_cache}, {vn, &a.v_cache}})
-    need_inner_contiguous(name, *t);
+  need_inner_contiguous("q", a.q);
+  for (auto [name, t, layout] : {std::tuple{kn, &a.k_cache, a.k_layout}, {vn, &a.v_cache, a.v_layout}}) {
+    if (layout == CacheLayout::rows) need_inner_contiguous(name, *t);  // the tiled kernels' 16-byte rows
+    for (int i = 0; i < t->ndim; ++i)
+      if (t->strides[i] < 0) bad(name, "negative stride " + str(t->strides[i]), "non-negative strides");
+  }
   need_same_device(kn, a.k_cache, a.q);
   need_same_device(vn, a.v_cache, a.q);
   check_scalars(a.softmax_scale, a.window, a.softcap);
@@ -331,13 +348,13 @@ void validate_paged(const PagedArgs& a, bool read) {
   check_output_scale(a.output_scale, a.q);
   check_page_table(a, batch, nblocks, bs, false);  // shapes first; contents after out and lse
   if (a.out.defined()) {
-    need_ndim("out", a.out, 3, "[tokens, heads, head_dim]");
-    need_dim("out", a.out, 0, a.q.shape[0], "q's tokens");
-    need_dim("out", a.out, 1, hq, "q's heads");
-    need_dim("out", a.out, 2, a.v_cache.shape[3], std::string(vn) + "'s head_dim");
-    need_inner_contiguous("out", a.out);
-    need_same_device("out", a.out, a.q);
-    need_no_overlap("out", a.out, {{"q", &a.q}, {kn, &a.k_cache}, {vn, &a.v_cache},
+    need_ndim(a.out_name, a.out, 3, "[tokens, heads, head_dim]");
+    need_dim(a.out_name, a.out, 0, a.q.shape[0], "q's tokens");
+    need_dim(a.out_name, a.out, 1, hq, "q's heads");
+    need_dim(a.out_name, a.out, 2, va.head_dim, std::string(vn) + "'s head_dim");
+    need_inner_contiguous(a.out_name, a.out);
+    need_same_device(a.out_name, a.out, a.q);
+    need_no_overlap(a.out_name, a.out, {{"q", &a.q}, {kn, &a.k_cache}, {vn, &a.v_cache},
                                    {a.table_name, &a.block_table}, {a.seqused_name, &a.seqused_k},
                                    {"kv_indptr", &a.kv_indptr}, {"kv_last_page_lens", &a.kv_last_page_lens},
                                    {"sinks", &a.sinks}, {"output_scale", &a.output_scale}});

@@ -57,7 +57,7 @@ TEST(HipLauncher, DecodeOnGfx942) {
   PagedArgs a;
   for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) t->view.device = DeviceKind::rocm;
   a.q = q.view, a.k_cache = kc.view, a.v_cache = vc.view, a.out = out.view, a.block_table = table.view;
-  a.seqused_k = used.view, a.cu_seqlens_q = cu.view, a.one_query_per_sequence = true, a.max_seqlen_k = ctx;
+  a.seqused_k = used.view, a.cu_seqlens_q = cu.view, a.uniform_queries = true, a.max_seqlen_k = ctx;
   run_gpu(a, nullptr);
   void* lib = dlopen("libamdhip64.so", RTLD_NOW);
   ASSERT_NE(lib, nullptr);

@@ -79,7 +79,7 @@ inline void emulate_attention(const ac_attention_params& p) {
     arange.resize(static_cast<size_t>(p.batch + 1));
     for (int32_t i = 0; i <= p.batch; ++i) arange[static_cast<size_t>(i)] = i;
     a.cu_seqlens_q = emulated_view(arange.data(), DType::i32, {p.batch + 1}, {1});
-    a.one_query_per_sequence = true;
+    a.uniform_queries = true;
   }
   a.softmax_scale = p.scale, a.causal = p.causal, a.window = w;
   if (p.q_descale) a.q_descale = emulated_view(p.q_descale, DType::f32, {1}, {1});

@@ -53,7 +53,7 @@ struct DecodeCase {
     }
     args.q = q.view, args.k_cache = kc.view, args.v_cache = vc.view, args.out = out.view;
     args.block_table = table.view, args.seqused_k = used.view, args.cu_seqlens_q = cu.view;
-    args.one_query_per_sequence = true;
+    args.uniform_queries = true;
     args.max_seqlen_q = 1;
     args.max_seqlen_k = ctx;
   }
@@ -125,7 +125,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
 
   fake.reset();
   DecodeCase extend(4, 4096);  // 300 new tokens per sequence: 2400 rows of 128
-  extend.args.one_query_per_sequence = false;
+  extend.args.uniform_queries = false;
   extend.args.max_seqlen_q = 300;
   run_gpu(extend.args, nullptr);
   // sm_90: the "rows" tiles on the warpgroup MMA, two warpgroups of 64 rows.
@@ -177,7 +177,7 @@ TEST(Launcher, PrefillKernelFollowsNoWgmma) {
   Fake fake;
   fake.reset();
   DecodeCase extend(4, 4096, DType::f16);
-  extend.args.one_query_per_sequence = false;
+  extend.args.uniform_queries = false;
   extend.args.max_seqlen_q = 300;
   run_gpu(extend.args, nullptr);
   EXPECT_STREQ(fake.launch(0)->name, mma_sync ? "ac_tiled_rows_paged_f16_d64" : "ac_tiled_wgmma_paged_f16_d64");

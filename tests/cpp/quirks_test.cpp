@@ -75,6 +75,18 @@ const std::vector<Row>& rows() {
       {"fp8-v3-asm-drops-sinks-d256", "0.1.19", "gfx950", "applies", ""},
       {"fp8-v3-asm-drops-sinks-d256", "0.1.18", "gfx950", "absent", "version"},
       {"fp8-v3-asm-drops-sinks-d256", "0.1.19", "gfx942", "absent", "arch"},
+      // archs_not: every GPU but the two it names.
+      {"pa-decode-gluon-cdna3-4-only", "0.1.8", "gfx90a", "applies", ""},
+      {"pa-decode-gluon-cdna3-4-only", "0.1.20.post1", "gfx1250", "applies", ""},
+      {"pa-decode-gluon-cdna3-4-only", "0.1.20.post1", nullptr, "possible", "arch"},
+      {"pa-decode-gluon-cdna3-4-only", "0.1.20.post1", "gfx942", "absent", "arch"},
+      {"pa-decode-gluon-cdna3-4-only", "0.1.13", "gfx950", "absent", "arch"},
+      {"pa-decode-gluon-cdna3-4-only", "0.1.7.post5", "gfx90a", "absent", "version"},  // no pa_decode_gluon yet
+      {"pa-decode-gluon-query-length-4", "0.1.8", nullptr, "applies", ""},
+      {"pa-decode-gluon-query-length-4", "0.1.20.post1", "gfx942", "applies", ""},
+      {"pa-decode-gluon-query-length-4", "0.1.7.post5", nullptr, "absent", "version"},
+      {"pa-decode-gluon-query-rows-64", "0.1.13", "gfx950", "applies", ""},
+      {"pa-decode-gluon-query-rows-64", "0.1.7.post5", nullptr, "absent", "version"},
   };
   return table;
 }
@@ -97,7 +109,8 @@ TEST(Quirks, EveryQuirkInTheMatrixHasMustNotApplyRows) {
       if (row.quirk == q.id) shown.insert(std::string(row.status) == "absent" ? row.condition : "applies");
     EXPECT_TRUE(shown.count("applies")) << q.id << ": add a row where it applies";
     EXPECT_TRUE(shown.count("version")) << q.id << ": add a row outside " << q.versions.text();
-    if (!q.archs.empty()) EXPECT_TRUE(shown.count("arch")) << q.id << ": add a row on a GPU it does not name";
+    if (!q.archs.empty() || !q.archs_not.empty())
+      EXPECT_TRUE(shown.count("arch")) << q.id << ": add a row on a GPU it does not name (or excludes)";
   }
 }
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
 #include "aiter_compat/probe/probe.hpp"
 #include "aiter_compat/shim/router.hpp"
 #include "test_readings.hpp"
@@ -65,6 +66,8 @@ struct Conditions {
     else if (key == "head_dim_v") f.head_dim_v = std::stoi(v);
     else if (key == "window") f.window_left = v == "set", f.window_right = false;
     else if (key == "sink_size") f.window_sink_size = v == "true";
+    else if (key == "query_length_over") f.query_length = std::stoi(v) + 1;
+    else if (key == "query_rows_over") f.query_length = 1, f.q_heads = (std::stoi(v) + 1) * f.kv_heads;
     else return false;
     return true;
   }
@@ -100,6 +103,18 @@ struct Conditions {
           (key == "head_dim_qk" ? g.head_dim_qk : g.head_dim_v) = d;
           out.emplace_back(key + " " + std::to_string(d), g);
         }
+    } else if (key == "query_length_over") {
+      for (int n : {1, std::stoi(values.at(0))}) {  // at the bound and under it
+        CallFeatures g = f;
+        g.query_length = n;
+        out.emplace_back("query_length " + std::to_string(n), g);
+      }
+    } else if (key == "query_rows_over") {
+      for (int rows : {1, std::stoi(values.at(0))}) {
+        CallFeatures g = f;
+        g.query_length = 1, g.q_heads = rows * g.kv_heads;
+        out.emplace_back("query rows " + std::to_string(rows), g);
+      }
     } else if (key == "window") {
       // Either bound set counts as a window: unmet by the left alone, the right alone, or none.
       for (auto [left, right] : {std::pair{true, false}, {false, true}, {true, true}, {false, false}}) {
@@ -177,6 +192,30 @@ TEST(RouterQuirkConditions, ReportedQuirksNeverRefuseARoute) {
       EXPECT_FALSE(quirk_reason(router.route(f), q.id)) << q.id << " on " << op_name;
     }
   }
+}
+
+// archs_not: pa_decode_gluon's arch assertion reaches the router on every GPU but gfx942 and
+// gfx950, from the release that has the function; on those two AITer gets the call.
+TEST(RouterQuirkConditions, ArchsNotKeepsGluonDecodeFromOtherArchs) {
+  CallFeatures f = plain_call(OpId::pa_decode_gluon);
+  f.sinks = true;
+  f.kv_heads = 1;
+  f.kernel_features = gpu::kVectorizedCache;
+  auto route_on = [&](const char* version, const char* arch) {
+    Capabilities c = Capabilities::from_report(report_for_release(version, arch), CompatMatrix::builtin());
+    return Router(c, Policy::automatic).route(f);
+  };
+  for (const char* arch : {"gfx90a", "gfx1100", "gfx1250"}) {
+    EXPECT_TRUE(quirk_reason(route_on("0.1.20.post1", arch), "pa-decode-gluon-cdna3-4-only")) << arch;
+    EXPECT_TRUE(quirk_reason(route_on("0.1.13", arch), "pa-decode-gluon-cdna3-4-only")) << arch;
+  }
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    const Route r = route_on("0.1.20.post1", arch);
+    EXPECT_FALSE(quirk_reason(r, "pa-decode-gluon-cdna3-4-only")) << arch;
+    EXPECT_EQ(r.kind, RouteKind::aiter) << arch;
+  }
+  // v0.1.9.post1's pa_decode_gluon has the older signature (no max_context_partition_num).
+  EXPECT_NE(route_on("0.1.9.post1", "gfx942").kind, RouteKind::aiter);
 }
 
 // The same through the probe's matching: a quirk outside its version range or on a GPU it does

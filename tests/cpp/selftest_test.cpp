@@ -197,7 +197,7 @@ TEST_F(Selftest, AFailedSplitMergeKeepsCallsUnsplit) {
   PagedArgs a;
   a.q = q.view, a.k_cache = kc.view, a.v_cache = vc.view, a.out = out.view, a.block_table = table.view;
   a.seqused_k = used.view, a.cu_seqlens_q = cu.view;
-  a.one_query_per_sequence = true;
+  a.uniform_queries = true;
   a.max_seqlen_q = 1, a.max_seqlen_k = 32768;
   auto merges = [&] {
     int n = 0;

@@ -1,8 +1,8 @@
 """mha_batch_prefill_func on CPU tensors runs on the reference kernels: every page-table form AITer
 takes (CSR kv_indptr into kv_page_indices with kv_last_page_lens, pages of one slot as 3-D or 4-D
 caches, a [batch, pages] block_table with seqlen_k), with sinks, causal or not, windows, against
-the independent float64 reference; and the refusals (5-D vectorized caches, sink_size) and bad
-page tables, each named."""
+the independent float64 reference; and the refusal of sink_size and bad page tables, each named
+(the 5-D vectorized caches: test_pa_decode_gluon_cpu.py)."""
 import numpy as np
 import pytest
 
@@ -143,16 +143,6 @@ def test_bad_page_tables_are_named(change, argument, needed):
         call_with(batch, **change(batch))
     assert e.value.argument == argument, str(e.value)
     assert needed in e.value.needed, str(e.value)
-
-
-def test_vectorized_cache_is_refused_with_its_reason():
-    batch = paged_batch([2], [8], 4, 2, 8, 4)
-    x = 4  # 16 bytes of float32
-    k5 = np.ascontiguousarray(batch["k"].reshape(-1, 4, 2, 2, x).transpose(0, 2, 3, 1, 4))  # [pages, Hk, D/x, page, x]
-    v5 = np.ascontiguousarray(batch["v"].reshape(-1, 1, x, 2, 8).transpose(0, 3, 1, 4, 2))  # [pages, Hk, page/x, D, x]
-    with pytest.raises(aiter_compat.AiterCompatError) as e:
-        call_with(batch, k=k5, v=v5)
-    assert "5-D vectorized cache" in str(e.value)
 
 
 def test_sink_size_is_refused_by_the_fallbacks_by_its_name():

@@ -29,9 +29,10 @@ enum KernelFeature : uint32_t {
   kPagedVarlen = 1u << 7,      // flash_attn_varlen_func with a block_table
   kStreamingSink = 1u << 8,    // window_size's sink_size > 0 (StreamingLLM)
   kBatchVarlen = 1u << 9,      // flash_attn_func with cu_seqlens
-  kShuffledCache = 1u << 10,   // shuffled_kv_cache, skip_reduce
-  kVectorizedCache = 1u << 11, // 5-D "vectorized" K/V caches (mha_batch_prefill_func's)
-  kLastKernelFeature = kVectorizedCache,
+  kShuffledCache = 1u << 10,   // unified_attention's skip_reduce
+  kVectorizedCache = 1u << 11, // K/V caches not in rows (AITer's 5-D "vectorized" ones, gluon's value cache)
+  kTokenScales = 1u << 12,     // fp8 scales per token (pa_decode_gluon's per-token key/value/query scales)
+  kLastKernelFeature = kTokenScales,
 };
 std::string feature_name(KernelFeature f);
 

@@ -31,6 +31,7 @@ struct MatrixQuirk {
   std::string id;
   VersionSpec versions;
   std::vector<std::string> archs;  // empty: any GPU
+  std::vector<std::string> archs_not;  // every GPU but these (an entry point built for some archs only)
   std::vector<std::string> ops;
   std::string requires_param;      // applies only where the op has this parameter
   std::map<std::string, std::vector<std::string>> when;  // call conditions: key -> accepted values

@@ -47,6 +47,32 @@ inline double descale_at(const TensorView& t, int64_t b, int64_t kh) {
   return static_cast<const float*>(t.data)[b * s + kh * h];
 }
 
+// How a paged cache's elements are laid out: the rows every kernel reads, or AITer's others
+// (read by the generic GPU kernel and the CPU reference alone).
+enum class CacheLayout : uint8_t {
+  rows,          // [blocks, block_size, kv_heads, head_dim] (vLLM's NHD)
+  vectorized_k,  // [blocks, kv_heads, head_dim / x, block_size, x] (AITer's 5-D key cache)
+  vectorized_v,  // [blocks, kv_heads, block_size / x, head_dim, x] (AITer's 5-D value cache)
+  dim_major_v,   // [blocks, kv_heads, head_dim, block_size] (pa_decode_gluon's 4-D value cache)
+};
+const char* layout_text(CacheLayout l);  // the shape as the errors name it
+
+// Element (block, slot, head, channel) of a cache in one of those layouts, in elements: the
+// slot and channel dimensions may each be split in two, index i at (i / x) outer + (i % x)
+// inner (x = kUnsplit: i inner). The GPU kernels take the same fields (kernel_params.h).
+constexpr int32_t kUnsplit = 1 << 30;
+struct CacheAddress {
+  int64_t blocks = 0, block_size = 0, heads = 0, head_dim = 0;  // the cache's extents
+  int64_t block = 0, head = 0;
+  int64_t slot = 0, slot_in = 0, dim = 0, dim_in = 0;
+  int32_t slot_x = kUnsplit, dim_x = kUnsplit;
+  int64_t slot_offset(int64_t s) const { return s / slot_x * slot + s % slot_x * slot_in; }
+  int64_t channel_offset(int64_t c) const { return c / dim_x * dim + c % dim_x * dim_in; }
+};
+// t's addressing as layout l (t has l's number of dimensions; [slots, kv_heads, head_dim] rows
+// are pages of one slot).
+CacheAddress cache_address(const TensorView& t, CacheLayout l);
+
 struct PagedArgs {
   TensorView q, k_cache, v_cache, cu_seqlens_q, seqused_k, block_table, sinks, out, lse;
   int64_t max_seqlen_q = 0, max_seqlen_k = 0;
@@ -60,9 +86,12 @@ struct PagedArgs {
   // AITer's output_scale (fp32, one element): outputs divided by it (an fp8 out then saturated).
   TensorView output_scale;
   bool has_alibi = false, has_q_descale = false;
-  // Decode without cu_seqlens_q: query token t is sequence t. cu_seqlens_q then holds a host
-  // arange for the CPU kernel; the GPU kernels ignore it.
-  bool one_query_per_sequence = false;
+  // Without cu_seqlens_q: sequence b's queries are tokens [b n, (b + 1) n), n =
+  // queries_per_sequence (decode: 1; pa_decode_gluon: its query_length). cu_seqlens_q then holds
+  // a host arange for the CPU kernel; the GPU kernels ignore it.
+  bool uniform_queries = false;
+  int64_t queries_per_sequence = 1;
+  CacheLayout k_layout = CacheLayout::rows, v_layout = CacheLayout::rows;
   // mha_batch_prefill_func's page table as CSR, when kv_indptr is given (int32 [batch + 1]):
   // sequence b's pages are block_table[kv_indptr[b] .. kv_indptr[b + 1]) (block_table is then the
   // 1-D kv_page_indices), its keys (pages - 1) x block_size + kv_last_page_lens[b] (int32
@@ -73,6 +102,7 @@ struct PagedArgs {
   const char* v_name = "v_cache";
   const char* table_name = "block_table";
   const char* seqused_name = "seqused_k";
+  const char* out_name = "out";
 };
 
 // merge_attn_states: two partial states of the same queries over disjoint keys (outputs

@@ -23,6 +23,7 @@ struct CallFeatures {
   int32_t head_dim_qk = 0, head_dim_v = 0;
   int32_t q_heads = 0, kv_heads = 0;
   int32_t block_size = 0;      // paged KV only
+  int32_t query_length = 1;    // queries per sequence where the op takes it as a count (pa_decode_gluon)
   int8_t window_arity = 0;     // length of the window_size the caller gave (0: not given)
   bool causal = false;
   bool window_left = false, window_right = false;  // a bound is set (causal's implicit right=0 aside)

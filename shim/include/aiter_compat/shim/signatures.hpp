@@ -21,8 +21,9 @@ enum class OpId : uint8_t {
   mha_batch_prefill_func,         // AITer's paged prefill/extend (CK), SGLang's extend
   flash_attn_varlen_fp8_pertensor_func,  // fp8 q/k/v with per-tensor descales
   flash_attn_fp8_pertensor_func,
+  pa_decode_gluon,                // AITer's Gluon paged decode over 5-D caches (SGLang's, ATOM's)
 };
-constexpr int kOpCount = 10;
+constexpr int kOpCount = 11;
 
 // What an op computes, whichever entry point it is: the core reads features, makes kernel
 // arguments and picks kernels by this, so an entry point that is another name (or another
@@ -33,6 +34,8 @@ enum class OpKind : uint8_t {
   paged,   // q over a paged NHD cache with cu_seqlens_q, seqused_k and a block table
   decode,  // paged, causal, one query per sequence unless cu_seqlens_q is given
   batch_prefill,  // paged with a CSR page table (kv_indptr) or a block table, causal or not; returns out
+  vectorized_decode,  // pa_decode_gluon: out first, query_length queries per sequence over a 5-D
+                      // key cache and a 5-D or [blocks, kv_heads, dim, block_size] value cache
   merge,   // two partial attention states into one
 };
 
@@ -58,6 +61,8 @@ enum class Role : uint8_t {
   kv_indptr, kv_page_indices, kv_last_page_lens,  // mha_batch_prefill_func's CSR page table
   sink_size,                                      // StreamingLLM's always-kept first tokens, as a parameter
   shuffled_cache,                                 // unified_attention's shuffled_kv_cache (5-D caches)
+  query_length,                                   // queries per sequence (pa_decode_gluon's MTP)
+  sliding_window,                                 // keys per query, itself included (0: all)
   count_
 };
 constexpr int kRoleCount = static_cast<int>(Role::count_);
