@@ -131,6 +131,30 @@ bad_pages[::3] = 1000
 aiter_compat.mha_batch_prefill_func(pq, pcache, pcache, p_cu, bad_indptr, bad_pages, 50, 480, causal=True,
                                     sink_ptr=sinks, kv_last_page_lens=torch.tensor([0, 99], dtype=torch.int32,
                                                                                  device=dev))
+
+
+def gluon(out, *args, **kwargs):
+    aiter_compat.pa_decode_gluon(out, *args, **kwargs)
+    return out
+
+
+# pa_decode_gluon over its 5-D key cache [blocks, Hk, D / 8, 16, 8], value caches [blocks, Hk, D,
+# 16] and [blocks, Hk, 2, D, 8]; MTP 2; then table entries outside the cache and a context past
+# the table (clamped: nothing outside the tensors read).
+gk = torch.randn(60, 2, 8, 16, 8, dtype=torch.bfloat16, device=dev)
+gv4 = torch.randn(60, 2, 64, 16, dtype=torch.bfloat16, device=dev)
+gv5 = torch.randn(60, 2, 2, 64, 8, dtype=torch.bfloat16, device=dev)
+gtable = torch.randperm(60, dtype=torch.int32, device=dev)[:58].reshape(2, 29)
+gctx = torch.tensor([450, 37], dtype=torch.int32, device=dev)
+gq = torch.randn(4, 8, 64, dtype=torch.bfloat16, device=dev)
+for name, gv in (("4-D", gv4), ("5-D", gv5)):
+    check(f"pa_decode_gluon v {name} mtp 2", gluon, torch.zeros(4, 8, 64, dtype=torch.bfloat16, device=dev), gq, gk, gv,
+          gctx, gtable, 0.125, 2, 4, sinks=sinks, sliding_window=128)
+bad_table = gtable.clone()
+bad_table[0, ::4] = 999
+bad_table[1, 0] = -5
+aiter_compat.pa_decode_gluon(torch.zeros(4, 8, 64, dtype=torch.bfloat16, device=dev), gq, gk, gv5,
+                             torch.tensor([9999, 37], dtype=torch.int32, device=dev), bad_table, 0.125, 2, 4, sinks=sinks)
 torch.cuda.synchronize()
 routes = sorted({r["route"] for r in aiter_compat.routes()})
 print("sanitizer cases ran:", routes, "; seed", SEED, "(replay: AITER_COMPAT_TEST_SEED=%d)" % SEED)
