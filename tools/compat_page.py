@@ -50,6 +50,10 @@ ROUTED = {
                                                 "(GPU, or the CPU reference for CPU tensors)"),
     "pa_decode_gluon": Route("fallback", "the generic paged fallback kernel over its 5-D caches "
                                          "(GPU, or the CPU reference for CPU tensors); per-token fp8 scales refused"),
+    "pa_decode_bf16_asm": Route("fallback", "the generic paged fallback kernel over its 5-D caches and CSR page "
+                                            "table, any head dim, group and mtp, 16-bit or fp8 (GPU, or the CPU "
+                                            "reference for CPU tensors); the rows work_info splits written to "
+                                            "split_o / split_lse for pa_reduce_v1"),
 }
 
 # Quirk effects under which the router refuses AITer for the calls the quirk's `when` describes

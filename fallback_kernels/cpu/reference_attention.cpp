@@ -175,13 +175,15 @@ void paged_attention(const PagedArgs& a) {
     const int64_t q0 = i32_at(a.cu_seqlens_q, b);
     s.q_len = i32_at(a.cu_seqlens_q, b + 1) - q0;
     // The page table: [batch, max_blocks] rows with seqused_k, or CSR (kv_indptr) over the
-    // 1-D kv_page_indices, the last page holding kv_last_page_lens[b] keys.
+    // 1-D kv_page_indices, the last page holding kv_last_page_lens[b] keys (or seqused_k[b] keys
+    // in all).
     const bool csr = a.kv_indptr.defined();
     const int64_t first_page = csr ? i32_at(a.kv_indptr, b) : 0;
     if (csr) {
       const int64_t pages = i32_at(a.kv_indptr, b + 1) - first_page;
       s.k_len = pages * bs;
-      if (pages > 0 && a.kv_last_page_lens.defined()) s.k_len -= bs - i32_at(a.kv_last_page_lens, b);
+      if (a.seqused_k.defined()) s.k_len = i32_at(a.seqused_k, b);  // pa_decode_bf16_asm's context_lens
+      else if (pages > 0 && a.kv_last_page_lens.defined()) s.k_len -= bs - i32_at(a.kv_last_page_lens, b);
     } else {
       s.k_len = i32_at(a.seqused_k, b);
     }
@@ -204,6 +206,30 @@ void paged_attention(const PagedArgs& a) {
       s.v_rows.push_back(block * va.block + va.slot_offset(j % bs));
     }
     attend_sequence(c, s);
+  }
+}
+
+void split_rows(const PagedArgs& a) {
+  const int64_t slots = a.work_info.shape[0], hq = a.q.shape[1], dv = a.out.shape[2];
+  const int64_t valid = a.work_indptr.defined() ? i32_at(a.work_indptr, a.work_indptr.shape[0] - 1) : slots;
+  const int64_t* st = a.work_info.strides;
+  auto* so = static_cast<float*>(a.split_o.data);
+  auto* sl = static_cast<float*>(a.split_lse.data);
+  const auto* lse = static_cast<const float*>(a.lse.data);
+  for (int64_t i = 0; i < valid; ++i) {
+    auto w = [&](int c) -> int64_t { return static_cast<const int32_t*>(a.work_info.data)[i * st[0] + c * st[1]]; };
+    if (w(1) < 0) continue;
+    const bool first = w(4) == i32_at(a.kv_indptr, w(0));
+    for (int64_t t = w(2); t < w(3); ++t)
+      for (int64_t h = w(7) & 0xffff; h < ((w(7) >> 16) & 0xffff); ++h) {
+        const int64_t row = w(1) + t - w(2);
+        for (int64_t c = 0; c < dv; ++c)
+          so[row * a.split_o.strides[0] + h * a.split_o.strides[2] + c * a.split_o.strides[3]] =
+              first ? static_cast<float>(load(a.out.dtype, a.out.data, t * a.out.strides[0] + h * a.out.strides[1] + c))
+                    : 0.f;
+        sl[row * a.split_lse.strides[0] + h * a.split_lse.strides[2]] =
+            first ? lse[h * a.lse.strides[0] + t * a.lse.strides[1]] : -std::numeric_limits<float>::infinity();
+      }
   }
 }
 

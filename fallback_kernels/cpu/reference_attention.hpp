@@ -10,6 +10,9 @@ namespace aiter_compat::cpu {
 
 void varlen_attention(const VarlenArgs& args);  // also flash_attn_func's batch layout
 void paged_attention(const PagedArgs& args);
+// pa_decode_bf16_asm's split rows from paged_attention's out and lse (kernel_params.h,
+// ac_split_rows_params): a sequence's first piece as (out, lse), its others as (0, -inf).
+void split_rows(const PagedArgs& args);
 void merge_states(const MergeArgs& args);
 
 }  // namespace aiter_compat::cpu

@@ -500,8 +500,35 @@ AC_DEVICE void merge_states_block(const ac_merge_params& p) {
   if (ac_thread_x() == 0 && p.out_lse) p.out_lse[h * p.olse_head + token * p.olse_tok] = lse;
 }
 
+// pa_decode_bf16_asm's split rows (kernel_params.h): one block per work_info row, threads over
+// its tokens x heads x channels. Every index read from the schedule is clamped to the buffers.
+AC_DEVICE void split_rows_block(const ac_split_rows_params& p) {
+  const int32_t item = ac_block_x();
+  const int32_t valid = p.work_indptr ? clamp_i32(p.work_indptr[p.groups], 0, p.slots) : p.slots;
+  if (item >= valid) return;
+  const int32_t* w = p.work_info + item * p.wi_row;
+  const int32_t b = w[0], row0 = w[p.wi_col];
+  if (row0 < 0 || b < 0 || b >= p.batch) return;  // -1: the piece went to out directly
+  const int32_t q0 = clamp_i32(w[2 * p.wi_col], 0, p.total_q), q1 = clamp_i32(w[3 * p.wi_col], q0, p.total_q);
+  const int32_t heads = w[7 * p.wi_col];
+  const int32_t h0 = clamp_i32(heads & 0xffff, 0, p.hq), h1 = clamp_i32((heads >> 16) & 0xffff, h0, p.hq);
+  const int32_t tokens = clamp_i32(q1 - q0, 0, static_cast<int64_t>(p.rows) - row0);
+  const bool first = w[4 * p.wi_col] == p.kv_indptr[b];  // the piece holding the sequence's first page
+  const int64_t width = static_cast<int64_t>(h1 - h0) * p.dv;
+  for (int64_t i = ac_thread_x(); i < tokens * width; i += AC_THREADS) {
+    const int32_t t = static_cast<int32_t>(i / width), h = h0 + static_cast<int32_t>(i % width / p.dv),
+                  c = static_cast<int32_t>(i % p.dv);
+    const int64_t row = static_cast<int64_t>(row0) + t;
+    p.split_o[row * p.so_row + h * p.so_head + c] =
+        first ? ac_load_as(p.out_type, p.out, (q0 + t) * p.out_tok + h * p.out_head + c) : 0.f;
+    if (c == 0)
+      p.split_lse[row * p.sl_row + h * p.sl_head] = first ? p.lse[h * p.lse_head + (q0 + t) * p.lse_tok] : -AC_INFINITY;
+  }
+}
+
 }  // namespace
 
+AC_KERNEL void ac_split_rows(ac_split_rows_params p) { split_rows_block(p); }
 AC_KERNEL void ac_decode_bf16_d64(ac_attention_params p) { decode_block<BF16, 64, false>(p); }
 AC_KERNEL void ac_decode_bf16_d128(ac_attention_params p) { decode_block<BF16, 128, false>(p); }
 AC_KERNEL void ac_decode_f16_d64(ac_attention_params p) { decode_block<F16, 64, false>(p); }

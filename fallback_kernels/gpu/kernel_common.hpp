@@ -112,7 +112,9 @@ AC_DEVICE PagedKeys paged_keys(const ac_attention_params& p, int32_t b) {
   const int32_t start = clamp_i32(p.kv_indptr[b], 0, p.num_page_indices);
   const int32_t pages = clamp_i32(p.kv_indptr[b + 1], start, p.num_page_indices) - start;
   int64_t keys = static_cast<int64_t>(pages) * p.block_size;
-  if (p.kv_last_page_lens && pages > 0)
+  if (p.seqused_k)  // pa_decode_bf16_asm's context_lens: keys in all, within the pages
+    keys = clamp_i32(p.seqused_k[b], 0, keys);
+  else if (p.kv_last_page_lens && pages > 0)
     keys -= p.block_size - clamp_i32(p.kv_last_page_lens[b], 0, p.block_size);
   return {start, static_cast<int32_t>(keys)};
 }

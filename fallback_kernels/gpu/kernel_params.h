@@ -165,3 +165,23 @@ typedef struct {
   int64_t plse_head, plse_tok, slse_head, slse_tok, olse_head, olse_tok, sink_stride;
   int32_t tokens, heads, dim, sink_type;
 } ac_merge_params;
+
+// pa_decode_bf16_asm's split rows: AITer's persistent schedule (work_info rows [batch, partial
+// row, first token, end token, first page, end page, key offset, heads (last << 16 | first)])
+// sends a piece of a sequence to split_o [rows, 1, Hq, Dv] / split_lse [rows, 1, Hq, 1] at its
+// partial row instead of out, and pa_reduce_v1 then merges a sequence's pieces into out. The
+// fallback computes whole rows; this writes each sequence's first piece as (out, lse) and the
+// others as (0, -inf), so that the reduce gives out back exactly.
+typedef struct {
+  const void* out;
+  const float* lse;            // [Hq, total_q]
+  float* split_o;
+  float* split_lse;
+  const int32_t* work_indptr;  // [groups + 1]: the valid rows of work_info are [0, work_indptr[groups]); or null
+  const int32_t* work_info;    // [slots, 8]
+  const int32_t* kv_indptr;    // [batch + 1]
+  int64_t out_tok, out_head, lse_head, lse_tok;
+  int64_t so_row, so_head, sl_row, sl_head;
+  int64_t wi_row, wi_col;
+  int32_t slots, groups, batch, total_q, hq, dv, rows, out_type;
+} ac_split_rows_params;

@@ -155,6 +155,8 @@ const std::vector<KernelRow>& kernel_rows() {
                  KernelDevice::gpu, KernelOp::split_merge, all, {}, 0, false, 0, 0, {}, per_type("ac_merge_", all)});
     r.push_back({K::merge_states, "merge_states", "merge_attn_states with the sink entered once", KernelDevice::gpu,
                  KernelOp::merge_states, plain, {}, 0, false, 0, 0, {}, per_type("ac_merge_states_", plain)});
+    // (pa_decode_bf16_asm's split rows: a copy out of whole rows for AITer's reduce, no family of its own)
+    r.back().functions.push_back("ac_split_rows");
     r.push_back({K::cpu_reference, "cpu_reference", "CPU reference kernels, double accumulation", KernelDevice::cpu,
                  KernelOp::attention, all, {}, 0, false, 0, kSoftcap | kVectorizedCache, {}, {}});
     return r;

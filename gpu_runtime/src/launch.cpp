@@ -24,6 +24,7 @@ struct LoadedModule {
   void* attention_split[AC_KTYPES] = {};  // the same over caches in split layouts (kv_layout 1)
   void* split_merge[AC_KTYPES] = {};
   void* merge_states[3] = {};
+  void* split_rows = nullptr;
   void* decode[AC_KTYPES][2] = {};         // [type][d64, d128]
   void* tiled[3][2][AC_KTYPES][2] = {};    // [keys, wgmma, rows][contiguous, paged][type][d64, d128]
 
@@ -91,6 +92,7 @@ const LoadedModule& module_for(Vendor v, int device) {
     auto f = functions.find(name);
     return f == functions.end() ? nullptr : f->second;
   };
+  m.split_rows = find("ac_split_rows");
   const bool wgmma = !wgmma_disabled(), tiled = switched_off(KernelId::tiled_rows, m.arch).empty();
   for (int t : {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_F16_KV8, AC_KTYPE_BF16_KV8}) {
     m.attention[t] = find(std::string("ac_attention_") + dtype_suffix(t));
@@ -294,6 +296,15 @@ void launch_merge_states(const ac_merge_params& p, int dtype, Vendor v, int devi
   ac_merge_params q = p;
   if (selftest_fault().applies(KernelId::merge_states, dtype, p.dim)) q.sinks = nullptr;
   run(v, m.merge_states[dtype], p.tokens, p.heads, 1, AC_THREADS, 0, stream, &q);
+}
+
+void launch_split_rows(const ac_split_rows_params& p, Vendor v, int device, void* stream) {
+  require_runtime(v);
+  if (p.slots == 0) return;
+  DeviceScope scope(v, device);
+  const LoadedModule& m = module_for(v, device);
+  if (!m.split_rows) throw GpuError("the code object for " + m.arch + " has no ac_split_rows kernel");
+  run(v, m.split_rows, static_cast<unsigned>(p.slots), 1, 1, AC_THREADS, 0, stream, &p);
 }
 
 }  // namespace aiter_compat::gpu

@@ -40,8 +40,10 @@ Family op_family(const std::string& op) {
   if (op == "triton_flash_attn_varlen_func" || op == "triton_flash_attn_func")
     return {op, {op}, kPrefillKernels, "aiter_compat.triton_mha." + op.substr(std::string("triton_").size())};
   if (op == "unified_attention") return {op, {op}, kDecodeKernels, "aiter_compat." + op};
-  // pa_fwd_asm, paged_attention_v1, pa_decode_gluon, pa_decode_bf16_asm: no such call; the fp8
-  // per-tensor names are routed to AITer alone (no fallback kernel takes fp8 q/k/v).
+  // AITer's 5-D caches: the generic kernel alone reads them.
+  if (op == "pa_decode_gluon" || op == "pa_decode_bf16_asm") return {op, {op}, {"generic"}, "aiter_compat." + op};
+  // pa_fwd_asm, paged_attention_v1: no such call; the fp8 per-tensor names are routed to AITer
+  // alone (no fallback kernel takes fp8 q/k/v).
   return {op, {op}, {}, ""};
 }
 

@@ -39,6 +39,7 @@ from ._aiter_compat import (  # noqa: F401
     get_policy,
     merge_attn_states,
     mha_batch_prefill_func,
+    pa_decode_bf16_asm,
     pa_decode_gluon,
     paged_attention_decode,
     probe,
@@ -61,7 +62,7 @@ _register_process_hooks()
 __all__ = [
     "AiterCompatError", "bound_elsewhere", "explain", "flash_attn_fp8_pertensor_func", "flash_attn_func",
     "flash_attn_varlen_fp8_pertensor_func", "flash_attn_varlen_func", "get_policy", "merge_attn_states",
-    "mha_batch_prefill_func", "install", "pa_decode_gluon", "paged_attention_decode", "probe", "reset", "routes", "selftest_verdicts", "set_policy", "stats",
+    "mha_batch_prefill_func", "install", "pa_decode_bf16_asm", "pa_decode_gluon", "paged_attention_decode", "probe", "reset", "routes", "selftest_verdicts", "set_policy", "stats",
     "triton_flash_attn_func", "triton_flash_attn_varlen_func", "uninstall", "unified_attention", "warmup",
 ]
 

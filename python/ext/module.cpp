@@ -236,6 +236,7 @@ ENTRY(mha_batch_prefill_func)
 ENTRY(flash_attn_varlen_fp8_pertensor_func)
 ENTRY(flash_attn_fp8_pertensor_func)
 ENTRY(pa_decode_gluon)
+ENTRY(pa_decode_bf16_asm)
 #undef ENTRY
 
 PyObject* json_to_python(const nlohmann::json& j) {
@@ -484,6 +485,11 @@ PyMethodDef methods[] = {
      "AITer's pa_decode_gluon (v0.1.10's signature: output, query, key_cache [blocks, kv_heads, head_dim / x, "
      "block_size, x], value_cache 5-D or [blocks, kv_heads, head_dim, block_size], ..., sinks, sliding_window, ps): "
      "paged decode over AITer's vectorized caches, written into output; routed to AITer or a fallback."},
+    {"pa_decode_bf16_asm", VECTORCALL(entry_pa_decode_bf16_asm), METH_FASTCALL | METH_KEYWORDS,
+     "AITer's pa_decode_bf16_asm (Q [batch, mtp + 1, kv_heads, gqa, head_dim], K [pages, kv_heads, head_dim / 16, "
+     "page_size, 16], V [pages, kv_heads, page_size / 16, head_dim, 16], kv_indices, context_lens, softmax_scale, "
+     "kv_indptr, ..., work_info, split_o, split_lse, sink, out): paged decode with sinks; returns out. Routed to "
+     "AITer (gfx1250) or a fallback, which writes the rows work_info splits to split_o / split_lse for pa_reduce_v1."},
     {"probe", api_probe, METH_NOARGS, "The probe's report of the install, as a dict."},
     {"routes", api_routes, METH_NOARGS, "The routes decided so far, with their features, candidates and calls."},
     {"stats", api_stats, METH_NOARGS,

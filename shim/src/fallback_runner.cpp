@@ -1,6 +1,7 @@
 // The one runner of fallback routes, for both fronts: the call's values by role become the
 // kernels' argument structs, outputs the call did not give are made by the front, every
 // argument is checked, and the CPU reference or the GPU kernels run.
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <vector>
@@ -159,6 +160,67 @@ void gluon_decode(CallArgs& c, PagedArgs& a) {
   if (!is_e4m3(a.k_cache.dtype)) a.k_descale = a.v_descale = TensorView{};
 }
 
+// t's dimensions d and d + 1 as one, when one stride steps over both (pa_decode_bf16_asm's
+// batch and mtp dimensions are its tokens, its kv_heads and gqa its query heads).
+TensorView merged(TensorView t, int d, const char* name, const char* what) {
+  if (t.ndim <= d + 1) return t;
+  const int64_t n0 = t.shape[d], n1 = t.shape[d + 1];
+  if (n0 > 1 && n1 > 1 && t.strides[d] != n1 * t.strides[d + 1])
+    throw ArgumentError(name,
+                        "strides " + std::to_string(t.strides[d]) + ", " + std::to_string(t.strides[d + 1]) +
+                            " in dimensions " + std::to_string(d) + ", " + std::to_string(d + 1) + " of shape " + t.shape_text(),
+                        std::string(what) + " one stride apart (" + std::to_string(n1) + " x " +
+                            std::to_string(t.strides[d + 1]) + "), as in a contiguous tensor");
+  t.strides[d] = n1 == 1 ? t.strides[d] : t.strides[d + 1];
+  t.shape[d] = n0 * n1;
+  for (int i = d + 1; i + 1 < t.ndim; ++i) t.shape[i] = t.shape[i + 1], t.strides[i] = t.strides[i + 1];
+  --t.ndim;
+  return t;
+}
+
+// [batch, mtp + 1, kv_heads, gqa, dim] as the kernels' [tokens, heads, dim].
+TensorView as_token_rows(const TensorView& t, const char* name) {
+  if (t.ndim != 5) return t;  // validation names the shape
+  return merged(merged(t, 2, name, "kv_heads and gqa"), 0, name, "batch and mtp");
+}
+
+// pa_decode_bf16_asm: Q's rows, the CSR page table with context_lens, mtp + 1 queries per
+// sequence (a padded sequence may have no keys), out made in bfloat16 as AITer's, and the LSE
+// its split rows are written from.
+void asm_decode(CallArgs& c, const CallFeatures& f, PagedArgs& a) {
+  const OpSignature& sig = c.signature();
+  const int qi = sig.index_of(Role::q), oi = sig.index_of(Role::out);
+  a.k_name = "K", a.v_name = "V", a.table_name = "kv_indices", a.seqused_name = "context_lens";
+  const TensorView q5 = a.q;
+  a.q = as_token_rows(q5, "Q");
+  a.kv_indptr = view_of(c, Role::kv_indptr);
+  a.block_table = view_of(c, Role::kv_page_indices);
+  a.queries_per_sequence = f.query_length;
+  a.short_contexts = true;
+  a.work_indptr = view_of(c, Role::work_indptr);
+  a.work_info = view_of(c, Role::work_info);
+  a.split_o = view_of(c, Role::split_o);
+  a.split_lse = view_of(c, Role::split_lse);
+  if (q5.ndim != 5) return;
+  const std::vector<int64_t> shape(q5.shape, q5.shape + 5);
+  const TensorView out5 =
+      c.given(oi) ? c.view(oi) : c.output(qi, shape, is_e4m3(f.dtype) ? DType::bf16 : DType::unsupported, Role::out);
+  if (out5.ndim != 5 || !std::equal(shape.begin(), shape.end() - 1, out5.shape))
+    throw ArgumentError("out", "shape " + out5.shape_text(), "Q's shape but the head dim " + q5.shape_text());
+  a.out = as_token_rows(out5, "out");
+  if (a.work_info.defined()) a.lse = c.output(qi, {a.q.shape[1], a.q.shape[0]}, DType::f32, Role::return_lse);
+}
+
+// The paged ops' kernels, with pa_decode_bf16_asm's split rows after the attention.
+void paged_on_cpu(const PagedArgs& a) {
+  cpu::paged_attention(a);
+  if (a.work_info.defined()) cpu::split_rows(a);
+}
+void check_paged(const PagedArgs& a, bool read) {
+  validate_paged(a, read);
+  validate_split_rows(a, read);
+}
+
 FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   const OpSignature& sig = c.signature();
   PagedArgs a;
@@ -182,7 +244,8 @@ FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   a.output_scale = view_of(c, Role::output_scale);
   if (batch_prefill) batch_prefill_table(c, a);
   cache_layouts(c, f, a);
-  if (gluon) gluon_decode(c, a);
+  if (sig.id == OpId::pa_decode_gluon) gluon_decode(c, a);
+  if (sig.id == OpId::pa_decode_bf16_asm) asm_decode(c, f, a);
   std::vector<int32_t> arange;  // decode without cu_seqlens_q: queries_per_sequence tokens each
   const int cu = sig.index_of(Role::cu_seqlens_q);
   if (cu >= 0 && c.given(cu)) {
@@ -206,13 +269,14 @@ FallbackRun paged(const Route& route, CallArgs& c, const CallFeatures& f) {
   a.max_seqlen_k = decode ? -1 : c.integer(sig.index_of(Role::max_seqlen_k), 0);
   const int v_ndim = a.v_layout == CacheLayout::vectorized_v ? 5 : 4;
   if (a.q.ndim != 3 || a.v_cache.ndim != v_ndim) validate_paged(a, false);
-  outputs(c, f, {a.q.shape[0], a.q.shape[1], cache_address(a.v_cache, a.v_layout).head_dim}, {a.q.shape[1], a.q.shape[0]},
-          a.out, a.lse);
+  if (!a.out.defined())
+    outputs(c, f, {a.q.shape[0], a.q.shape[1], cache_address(a.v_cache, a.v_layout).head_dim}, {a.q.shape[1], a.q.shape[0]},
+            a.out, a.lse);
   FallbackRun run;
-  run.kernel = execute<PagedArgs>(route, c, a, a.q, cpu::paged_attention, validate_paged);
+  run.kernel = execute<PagedArgs>(route, c, a, a.q, paged_on_cpu, check_paged);
   // unified_attention and pa_decode_gluon write into their out and return nothing; the others
   // return out (and the LSE).
-  run.returns = gluon || (!decode && !batch_prefill) ? Returns::nothing
+  run.returns = sig.id == OpId::pa_decode_gluon || (!decode && !batch_prefill) ? Returns::nothing
                 : f.return_lse                       ? Returns::out_and_lse
                                                      : Returns::out;
   return run;

@@ -81,6 +81,23 @@ CallFeatures features_of(const CallArgs& call) {
   f.head_dim_v = static_cast<int32_t>(v.shape[v.ndim - 1]);
   f.q_heads = static_cast<int32_t>(q.shape[q.ndim - 2]);
   f.kv_heads = static_cast<int32_t>(k.shape[k.ndim - 2]);
+  // pa_decode_bf16_asm's Q [batch, mtp + 1, kv_heads, gqa, head_dim]: its query heads are
+  // kv_heads x gqa, its queries per sequence mtp + 1.
+  const bool asm_decode = sig.id == OpId::pa_decode_bf16_asm;
+  if (asm_decode) {
+    if (q.ndim != 5) bad("Q", std::to_string(q.ndim) + " dimensions", "5 ([batch, mtp + 1, kv_heads, gqa, head_dim])");
+    f.q_heads = static_cast<int32_t>(std::clamp<int64_t>(q.shape[2] * q.shape[3], 0, INT32_MAX));
+    f.query_length = static_cast<int32_t>(std::clamp<int64_t>(q.shape[1], 0, INT32_MAX));
+    // AITer reads Q's layout from gqa and mtp, not from its shape: a mismatch is a wrong result
+    // on its route, so it is the caller's mistake on every route.
+    const int64_t gqa = call.integer(sig.index_of(Role::gqa), 8), mtp = call.integer(sig.index_of(Role::mtp), 0);
+    if (gqa != q.shape[3])
+      bad("gqa", std::to_string(gqa), "Q's query heads per KV head, Q.shape[3] = " + std::to_string(q.shape[3]));
+    if (mtp != q.shape[1] - 1)
+      bad("mtp", std::to_string(mtp), "Q's queries per sequence - 1, Q.shape[1] - 1 = " + std::to_string(q.shape[1] - 1));
+    if (k.ndim == 5 && k.shape[1] != q.shape[2])
+      bad(kname, "kv_heads " + std::to_string(k.shape[1]), "Q's kv_heads, Q.shape[2] = " + std::to_string(q.shape[2]));
+  }
   // 5-D "vectorized" caches: k [pages, Hk, D / x, page_size, x], v [pages, Hk, page_size / x,
   // Dv, x] (x = 16 bytes of elements): mha_batch_prefill_func's, unified_attention's with
   // shuffled_kv_cache=True (vLLM on gfx1250, ATOM) and pa_decode_gluon's (whose v may also be
@@ -89,14 +106,15 @@ CallFeatures features_of(const CallArgs& call) {
   const int shuffled_i = sig.index_of(Role::shuffled_cache);
   const bool shuffled = shuffled_i >= 0 && call.flag(shuffled_i);
   const bool vectorized = ((sig.kind == OpKind::batch_prefill || shuffled) && k.ndim == 5 && v.ndim == 5) ||
-                          (gluon && k.ndim == 5 && (v.ndim == 5 || v.ndim == 4));
+                          (gluon && k.ndim == 5 && (v.ndim == 5 || (v.ndim == 4 && !asm_decode)));
   if (shuffled && !vectorized)
     bad(k.ndim != 5 ? kname : vname, std::to_string(k.ndim != 5 ? k.ndim : v.ndim) + " dimensions with shuffled_kv_cache=True",
         "5 (k [num_blocks, kv_heads, head_dim / x, block_size, x], v [num_blocks, kv_heads, block_size / x, head_dim, x])");
   if (gluon && !vectorized)
     bad(k.ndim != 5 ? kname : vname, std::to_string(k.ndim != 5 ? k.ndim : v.ndim) + " dimensions",
-        k.ndim != 5 ? "5 ([num_blocks, kv_heads, head_dim / x, block_size, x])"
-                    : "5 ([num_blocks, kv_heads, block_size / x, head_dim, x]) or 4 ([num_blocks, kv_heads, head_dim, block_size])");
+        k.ndim != 5   ? "5 ([num_blocks, kv_heads, head_dim / x, block_size, x])"
+        : asm_decode ? "5 ([num_blocks, kv_heads, block_size / x, head_dim, x])"
+                      : "5 ([num_blocks, kv_heads, block_size / x, head_dim, x]) or 4 ([num_blocks, kv_heads, head_dim, block_size])");
   if (vectorized) {
     f.head_dim_v = static_cast<int32_t>(v.ndim == 5 ? v.shape[3] : v.shape[2]);
     f.kv_heads = static_cast<int32_t>(k.shape[1]);

@@ -62,6 +62,34 @@ gpu::KernelId launch_checked(gpu::AttentionLaunch& l, const GpuOptions& o) {
   return gpu::launch_attention(l);
 }
 
+// pa_decode_bf16_asm's split rows (kernel_params.h) from the attention's out and lse.
+void launch_split_rows(const PagedArgs& a, const ac_attention_params& attention, const gpu::AttentionLaunch& l,
+                       void* stream) {
+  ac_split_rows_params p{};
+  p.out = a.out.data;
+  p.lse = static_cast<const float*>(a.lse.data);
+  p.split_o = static_cast<float*>(a.split_o.data);
+  p.split_lse = static_cast<float*>(a.split_lse.data);
+  p.work_indptr = a.work_indptr.defined() ? static_cast<const int32_t*>(a.work_indptr.data) : nullptr;
+  p.work_info = static_cast<const int32_t*>(a.work_info.data);
+  p.kv_indptr = static_cast<const int32_t*>(a.kv_indptr.data);
+  p.out_tok = attention.out_tok, p.out_head = attention.out_head;
+  p.lse_head = attention.lse_head, p.lse_tok = attention.lse_tok;
+  p.so_row = a.split_o.strides[0], p.so_head = a.split_o.strides[2];
+  p.sl_row = a.split_lse.strides[0], p.sl_head = a.split_lse.strides[2];
+  p.wi_row = a.work_info.strides[0], p.wi_col = a.work_info.strides[1];
+  p.slots = static_cast<int32_t>(a.work_info.shape[0]);
+  p.groups = a.work_indptr.defined() ? static_cast<int32_t>(a.work_indptr.shape[0] - 1) : 0;
+  p.batch = attention.batch;
+  p.total_q = attention.total_q;
+  p.hq = attention.hq;
+  p.dv = attention.head_dim_v;
+  p.rows = static_cast<int32_t>(a.split_o.shape[0]);
+  p.out_type = l.params.out_type;  // (launch_of set the storage types)
+  if (a.split_o.strides[3] != 1) throw std::logic_error("split_o with a strided head dim reached the GPU kernels");
+  gpu::launch_split_rows(p, l.vendor, l.device, stream);
+}
+
 }  // namespace
 
 int kernel_dtype(DType t) {
@@ -148,6 +176,7 @@ gpu::KernelId run_gpu(const PagedArgs& a, void* stream, const GpuOptions& o) {
   if (a.kv_indptr.defined()) {  // CSR: block_table is the 1-D kv_page_indices
     p.kv_indptr = static_cast<const int32_t*>(a.kv_indptr.data);
     p.kv_last_page_lens = a.kv_last_page_lens.defined() ? static_cast<const int32_t*>(a.kv_last_page_lens.data) : nullptr;
+    p.seqused_k = a.seqused_k.defined() ? static_cast<const int32_t*>(a.seqused_k.data) : nullptr;
     p.num_page_indices = static_cast<int32_t>(a.block_table.shape[0]);
     p.bt_col = a.block_table.strides[0];
     p.batch = static_cast<int32_t>(a.kv_indptr.shape[0] - 1);
@@ -177,7 +206,9 @@ gpu::KernelId run_gpu(const PagedArgs& a, void* stream, const GpuOptions& o) {
                            a.window);
   const int64_t max_q = p.uniform_q > 0 ? p.uniform_q : a.max_seqlen_q > 0 ? a.max_seqlen_q : a.q.shape[0];
   l.max_rows = max_q * (p.hq / std::max(p.hk, 1));
-  return launch_checked(l, o);
+  const gpu::KernelId ran = launch_checked(l, o);
+  if (a.work_info.defined() && !o.plan_only) launch_split_rows(a, p, l, stream);
+  return ran;
 }
 
 gpu::KernelId run_gpu(const MergeArgs& a, void* stream, const GpuOptions& o) {

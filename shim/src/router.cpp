@@ -50,6 +50,9 @@ bool when_matches(const std::map<std::string, std::vector<std::string>>& when, c
     else if (key == "dtype") ok = contains(values, dtype_word(f.dtype));
     else if (key == "head_dim_qk") ok = in_ints(values, f.head_dim_qk);
     else if (key == "head_dim_v") ok = in_ints(values, f.head_dim_v);
+    // A kernel built for one shape alone (pa_decode_bf16_asm: head dim 64, 8 query heads per KV head).
+    else if (key == "head_dim_qk_not") ok = !in_ints(values, f.head_dim_qk);
+    else if (key == "group_not") ok = f.kv_heads > 0 && !in_ints(values, f.q_heads / f.kv_heads);
     else if (key == "window") ok = contains(values, (f.window_left || f.window_right) ? "set" : "none");
     else if (key == "sink_size") ok = flag(values, f.window_sink_size);  // StreamingLLM's sink_size > 0
     // Queries per sequence above a bound, and those queries x the query heads of a KV head

@@ -144,6 +144,22 @@ std::vector<OpSignature> make_signatures() {
         O("alibi_slopes", D::none, R::alibi, k::kAlibi), O("sinks", D::none, R::sinks),
         O("sliding_window", D::zero, R::sliding_window), hint("ps", D::other)},
        true},
+      // AITer's gfx1250 paged decode (aiter.ops.attention.pa_decode_bf16_asm, v0.1.16 on): Q
+      // [batch, mtp + 1, kv_heads, gqa, head_dim] (query i of a sequence sees its first
+      // context - mtp + i keys), K [pages, kv_heads, head_dim / 16, page_size, 16] and V [pages,
+      // kv_heads, page_size / 16, head_dim, 16] in fp8, pages kv_indices[kv_indptr[b] ..
+      // kv_indptr[b + 1]) holding context_lens[b] keys, per-tensor scales (one element each), the
+      // sink in scaled-logit units; returns out (bf16, Q's shape). With work_info, rows its
+      // schedule splits go to split_o / split_lse for AITer's pa_reduce_v1 instead of out.
+      {OpId::pa_decode_bf16_asm, OpKind::vectorized_decode, "pa_decode_bf16_asm", "pa_decode_bf16_asm", "",
+       {P("Q", R::q), P("K", R::k), P("V", R::v), P("kv_indices", R::kv_page_indices),
+        P("context_lens", R::seqused_k), P("softmax_scale", R::softmax_scale), P("kv_indptr", R::kv_indptr),
+        O("gqa", D::other, R::gqa), O("mtp", D::zero, R::mtp), O("query_scale", D::none, R::q_descale),
+        O("key_scale", D::none, R::k_descale), O("value_scale", D::none, R::v_descale), hint("qo_indptr", D::none),
+        O("work_indptr", D::none, R::work_indptr), O("work_info", D::none, R::work_info),
+        O("split_o", D::none, R::split_o), O("split_lse", D::none, R::split_lse), O("sink", D::none, R::sinks),
+        O("out", D::none, R::out), hint("kernelName", D::none)},
+       true},
   };
   for (auto& sig : s) {
     if (sig.params.size() > kMaxParams) throw std::logic_error(sig.name + " has more parameters than kMaxParams");

@@ -235,7 +235,12 @@ void check_page_table(const PagedArgs& a, int64_t batch, int64_t nblocks, int64_
     need_ndim("kv_indptr", a.kv_indptr, 1, "[batch + 1]");
     need_dim("kv_indptr", a.kv_indptr, 0, batch + 1, "batch + 1, from cu_seqlens_q");
     need_same_device("kv_indptr", a.kv_indptr, a.q);
-    if (a.kv_last_page_lens.defined()) {
+    if (a.seqused_k.defined()) {  // the keys of each sequence, within its pages (pa_decode_bf16_asm)
+      need_dtype(a.seqused_name, a.seqused_k, DType::i32);
+      need_ndim(a.seqused_name, a.seqused_k, 1, "[batch]");
+      need_dim(a.seqused_name, a.seqused_k, 0, batch, "batch");
+      need_same_device(a.seqused_name, a.seqused_k, a.q);
+    } else if (a.kv_last_page_lens.defined()) {
       need_dtype("kv_last_page_lens", a.kv_last_page_lens, DType::i32);
       need_ndim("kv_last_page_lens", a.kv_last_page_lens, 1, "[batch]");
       need_dim("kv_last_page_lens", a.kv_last_page_lens, 0, batch, "batch, from cu_seqlens_q");
@@ -254,7 +259,8 @@ void check_page_table(const PagedArgs& a, int64_t batch, int64_t nblocks, int64_
     need_dim(table, a.block_table, 0, batch, "batch, from cu_seqlens_q");
   }
   if (!read || !host_readable(a.block_table) || !host_readable(a.cu_seqlens_q) ||
-      !host_readable(csr ? a.kv_indptr : a.seqused_k) || (a.kv_last_page_lens.defined() && !host_readable(a.kv_last_page_lens)))
+      !host_readable(csr ? a.kv_indptr : a.seqused_k) || (a.seqused_k.defined() && !host_readable(a.seqused_k)) ||
+      (a.kv_last_page_lens.defined() && !host_readable(a.kv_last_page_lens)))
     return;
   const int64_t entries = csr ? a.block_table.shape[0] : 0;
   if (csr && at_i32(a.kv_indptr, 0) != 0) bad("kv_indptr", "first entry " + str(at_i32(a.kv_indptr, 0)), "0");
@@ -269,7 +275,13 @@ void check_page_table(const PagedArgs& a, int64_t batch, int64_t nblocks, int64_
             "in [" + str(first) + ", " + str(entries) + "] (non-decreasing, within kv_page_indices' " + str(entries) + " entries)");
       const int64_t pages = end - first;
       ctx = pages * bs;
-      if (a.kv_last_page_lens.defined() && pages > 0) {
+      if (a.seqused_k.defined()) {
+        const int64_t used = at_i32(a.seqused_k, b);
+        if (used < 0 || used > ctx)
+          bad(std::string(a.seqused_name) + "[" + str(b) + "]", str(used),
+              "in [0, " + str(ctx) + "] (" + str(pages) + " pages of kv_indptr x page size " + str(bs) + ")");
+        ctx = used;
+      } else if (a.kv_last_page_lens.defined() && pages > 0) {
         const int64_t last = at_i32(a.kv_last_page_lens, b);
         if (last < 1 || last > bs)
           bad("kv_last_page_lens[" + str(b) + "]", str(last), "in [1, " + str(bs) + "] (keys in the last page)");
@@ -284,7 +296,7 @@ void check_page_table(const PagedArgs& a, int64_t batch, int64_t nblocks, int64_
         bad(where, str(ctx), "at most " + str(max_blocks * bs) + " (" + table + " columns x block size)");
     }
     const int64_t qlen = at_i32(a.cu_seqlens_q, b + 1) - at_i32(a.cu_seqlens_q, b);
-    if (ctx < qlen)
+    if (ctx < qlen && !a.short_contexts)
       bad(where, csr ? "sequence " + str(b) + " with " + str(ctx) + " keys" : str(ctx),
           "at least the sequence's " + str(qlen) + " new query tokens");
     if (a.max_seqlen_k >= 0 && ctx > a.max_seqlen_k) bad("max_seqlen_k", str(a.max_seqlen_k), "at least " + str(ctx));
@@ -388,6 +400,61 @@ void validate_merge(const MergeArgs& a, bool read) {
   need_no_overlap("output", a.output, {{"prefix_lse", &a.prefix_lse}, {"suffix_lse", &a.suffix_lse}, {"sinks", &a.sinks}});
   need_no_overlap("output_lse", a.output_lse, {{"output", &a.output}, {"prefix_output", &a.prefix_output},
                                                 {"suffix_output", &a.suffix_output}, {"sinks", &a.sinks}});
+}
+
+void validate_split_rows(const PagedArgs& a, bool read) {
+  if (!a.work_info.defined()) return;
+  need_dtype("work_info", a.work_info, DType::i32);
+  need_ndim("work_info", a.work_info, 2, "[work items, 8]");
+  need_dim("work_info", a.work_info, 1, 8, "batch, partial row, tokens [first, end), pages [first, end), key offset, heads");
+  need_same_device("work_info", a.work_info, a.q);
+  if (a.work_indptr.defined()) {
+    need_dtype("work_indptr", a.work_indptr, DType::i32);
+    need_ndim("work_indptr", a.work_indptr, 1, "[workgroups + 1]");
+    if (a.work_indptr.shape[0] < 1) bad("work_indptr", "shape " + a.work_indptr.shape_text(), "at least one entry");
+    need_same_device("work_indptr", a.work_indptr, a.q);
+  }
+  const int64_t hq = a.q.shape[1], dv = a.out.shape[2];
+  for (auto [name, t, width] : {std::tuple{"split_o", &a.split_o, dv}, {"split_lse", &a.split_lse, int64_t{1}}}) {
+    if (!t->defined()) bad(name, "None", "a float32 tensor (work_info sends rows of split sequences there)");
+    need_dtype(name, *t, DType::f32);
+    need_ndim(name, *t, 4, width == 1 ? "[split rows, 1, heads, 1]" : "[split rows, 1, heads, head_dim]");
+    need_dim(name, *t, 1, 1, "one row");
+    need_dim(name, *t, 2, hq, "the query heads");
+    need_dim(name, *t, 3, width, width == 1 ? "one LSE" : "the head dim");
+    for (int i = 0; i < 4; ++i)
+      if (t->strides[i] < 0) bad(name, "negative stride " + str(t->strides[i]), "non-negative strides");
+    need_same_device(name, *t, a.q);
+  }
+  need_inner_contiguous("split_o", a.split_o);
+  if (a.split_o.shape[0] != a.split_lse.shape[0])
+    bad("split_lse", "shape " + a.split_lse.shape_text(), "split_o's " + str(a.split_o.shape[0]) + " rows");
+  need_no_overlap("split_o", a.split_o, {{"split_lse", &a.split_lse}, {a.out_name, &a.out}, {"work_info", &a.work_info}});
+  need_no_overlap("split_lse", a.split_lse, {{a.out_name, &a.out}, {"work_info", &a.work_info}});
+  if (!read || !host_readable(a.work_info) || (a.work_indptr.defined() && !host_readable(a.work_indptr))) return;
+  const int64_t slots = a.work_info.shape[0], rows = a.split_o.shape[0], tokens = a.q.shape[0];
+  const int64_t batch = a.kv_indptr.shape[0] - 1;
+  int64_t valid = slots;
+  if (a.work_indptr.defined()) {
+    valid = at_i32(a.work_indptr, a.work_indptr.shape[0] - 1);
+    if (valid < 0 || valid > slots)
+      bad("work_indptr[-1]", str(valid), "in [0, " + str(slots) + "] (work_info's rows)");
+  }
+  const int64_t* st = a.work_info.strides;
+  for (int64_t i = 0; i < valid; ++i) {
+    auto w = [&](int c) -> int64_t { return static_cast<const int32_t*>(a.work_info.data)[i * st[0] + c * st[1]]; };
+    const std::string at = "work_info[" + str(i) + "]";
+    if (w(1) < 0) continue;  // written to out directly
+    if (w(0) < 0 || w(0) >= batch) bad(at + "[0]", str(w(0)), "a sequence in [0, " + str(batch) + ")");
+    if (w(2) < 0 || w(3) < w(2) || w(3) > tokens)
+      bad(at + "[2:4]", "tokens [" + str(w(2)) + ", " + str(w(3)) + ")", "within Q's " + str(tokens) + " tokens");
+    if (w(1) + w(3) - w(2) > rows)
+      bad(at + "[1]", "partial row " + str(w(1)) + " for " + str(w(3) - w(2)) + " tokens",
+          "rows within split_o's " + str(rows));
+    const int64_t h0 = w(7) & 0xffff, h1 = (w(7) >> 16) & 0xffff;
+    if (h1 < h0 || h1 > hq)
+      bad(at + "[7]", "heads [" + str(h0) + ", " + str(h1) + ")", "within the " + str(hq) + " query heads");
+  }
 }
 
 }  // namespace aiter_compat

@@ -87,6 +87,18 @@ const std::vector<Row>& rows() {
       {"pa-decode-gluon-query-length-4", "0.1.7.post5", nullptr, "absent", "version"},
       {"pa-decode-gluon-query-rows-64", "0.1.13", "gfx950", "applies", ""},
       {"pa-decode-gluon-query-rows-64", "0.1.7.post5", nullptr, "absent", "version"},
+      {"pa-decode-bf16-asm-gfx1250-only", "0.1.16", "gfx942", "applies", ""},
+      {"pa-decode-bf16-asm-gfx1250-only", "0.1.20.post1", nullptr, "possible", "arch"},
+      {"pa-decode-bf16-asm-gfx1250-only", "0.1.20.post1", "gfx1250", "absent", "arch"},
+      {"pa-decode-bf16-asm-gfx1250-only", "0.1.15.post1", "gfx942", "absent", "version"},  // no pa_decode_bf16_asm yet
+      {"pa-decode-bf16-asm-fp8-only", "0.1.16", "gfx1250", "applies", ""},
+      {"pa-decode-bf16-asm-fp8-only", "0.1.15.post1", "gfx1250", "absent", "version"},
+      {"pa-decode-bf16-asm-head-dim-64", "0.1.20.post1", "gfx1250", "applies", ""},
+      {"pa-decode-bf16-asm-head-dim-64", "0.1.13", "gfx1250", "absent", "version"},
+      {"pa-decode-bf16-asm-gqa-8", "0.1.19", nullptr, "applies", ""},
+      {"pa-decode-bf16-asm-gqa-8", "0.1.15.post1", nullptr, "absent", "version"},
+      {"pa-decode-bf16-asm-mtp-0-1", "0.1.17", "gfx1250", "applies", ""},
+      {"pa-decode-bf16-asm-mtp-0-1", "0.1.15.post1", "gfx1250", "absent", "version"},
   };
   return table;
 }

@@ -44,7 +44,12 @@ bool quirk_reason(const Route& r, const std::string& id) {
   return false;
 }
 
-const char* dtype_word(DType t) { return t == DType::bf16 ? "bf16" : t == DType::f16 ? "fp16" : "fp32"; }
+const char* dtype_word(DType t) {
+  return t == DType::bf16 ? "bf16" : t == DType::f16 ? "fp16" : t == DType::f8_e4m3fn ? "float8_e4m3fn" : "fp32";
+}
+constexpr DType kDtypes[] = {DType::bf16, DType::f16, DType::f32, DType::f8_e4m3fn};
+constexpr int kHeadDims[] = {64, 96, 128, 192, 256};
+constexpr int kGroups[] = {1, 2, 4, 8, 16};
 
 bool listed(const std::vector<std::string>& values, const std::string& v) {
   return std::find(values.begin(), values.end(), v) != values.end();
@@ -61,13 +66,21 @@ struct Conditions {
     else if (key == "alibi") f.alibi = v == "true";
     else if (key == "dropout") f.dropout = v == "true";
     else if (key == "softcap") f.softcap = v == "true";
-    else if (key == "dtype") f.dtype = v == "bf16" ? DType::bf16 : v == "fp16" ? DType::f16 : DType::f32;
+    else if (key == "dtype") {
+      for (DType t : kDtypes)
+        if (v == dtype_word(t)) f.dtype = t;
+    }
     else if (key == "head_dim_qk") f.head_dim_qk = std::stoi(v);
     else if (key == "head_dim_v") f.head_dim_v = std::stoi(v);
     else if (key == "window") f.window_left = v == "set", f.window_right = false;
     else if (key == "sink_size") f.window_sink_size = v == "true";
     else if (key == "query_length_over") f.query_length = std::stoi(v) + 1;
     else if (key == "query_rows_over") f.query_length = 1, f.q_heads = (std::stoi(v) + 1) * f.kv_heads;
+    // "none of these": met by the first value the test knows that is not listed, whatever pick.
+    else if (key == "head_dim_qk_not") f.head_dim_qk = *std::find_if(std::begin(kHeadDims), std::end(kHeadDims),
+                                                                     [&](int d) { return !listed(values, std::to_string(d)); });
+    else if (key == "group_not") f.q_heads = f.kv_heads * *std::find_if(std::begin(kGroups), std::end(kGroups),
+                                                                        [&](int g) { return !listed(values, std::to_string(g)); });
     else return false;
     return true;
   }
@@ -90,7 +103,7 @@ struct Conditions {
     else if (key == "softcap") flip(&CallFeatures::softcap);
     else if (key == "sink_size") flip(&CallFeatures::window_sink_size);
     else if (key == "dtype") {
-      for (DType t : {DType::bf16, DType::f16, DType::f32})
+      for (DType t : kDtypes)
         if (!listed(values, dtype_word(t))) {
           CallFeatures g = f;
           g.dtype = t;
@@ -103,6 +116,13 @@ struct Conditions {
           (key == "head_dim_qk" ? g.head_dim_qk : g.head_dim_v) = d;
           out.emplace_back(key + " " + std::to_string(d), g);
         }
+    } else if (key == "head_dim_qk_not" || key == "group_not") {
+      for (const std::string& v : values) {  // each listed value leaves it unmet
+        CallFeatures g = f;
+        if (key == "head_dim_qk_not") g.head_dim_qk = std::stoi(v);
+        else g.q_heads = g.kv_heads * std::stoi(v);
+        out.emplace_back(key + " " + v, g);
+      }
     } else if (key == "query_length_over") {
       for (int n : {1, std::stoi(values.at(0))}) {  // at the bound and under it
         CallFeatures g = f;
@@ -216,6 +236,39 @@ TEST(RouterQuirkConditions, ArchsNotKeepsGluonDecodeFromOtherArchs) {
   }
   // v0.1.9.post1's pa_decode_gluon has the older signature (no max_context_partition_num).
   EXPECT_NE(route_on("0.1.9.post1", "gfx942").kind, RouteKind::aiter);
+}
+
+// pa_decode_bf16_asm: AITer's call on gfx1250 alone (fp8, head dim 64, 8 query heads per KV
+// head, mtp 0 or 1), from the release that has it; the fallbacks everywhere else.
+TEST(RouterQuirkConditions, AsmDecodeGoesToAiterOnGfx1250Alone) {
+  CallFeatures f = plain_call(OpId::pa_decode_bf16_asm);
+  f.dtype = f.kv_dtype = DType::f8_e4m3fn;
+  f.out_dtype = DType::bf16;
+  f.sinks = true;
+  f.q_heads = 64, f.kv_heads = 8;
+  f.query_length = 2;
+  f.kernel_features = gpu::kVectorizedCache;
+  auto route_on = [&](const char* version, const char* arch, const CallFeatures& call) {
+    Capabilities c = Capabilities::from_report(report_for_release(version, arch), CompatMatrix::builtin());
+    return Router(c, Policy::automatic).route(call);
+  };
+  EXPECT_EQ(route_on("0.1.20.post1", "gfx1250", f).kind, RouteKind::aiter);
+  EXPECT_EQ(route_on("0.1.16", "gfx1250", f).kind, RouteKind::aiter);
+  for (const char* arch : {"gfx942", "gfx950", "gfx90a"})
+    EXPECT_TRUE(quirk_reason(route_on("0.1.20.post1", arch, f), "pa-decode-bf16-asm-gfx1250-only")) << arch;
+  EXPECT_NE(route_on("0.1.13", "gfx1250", f).kind, RouteKind::aiter);  // not in that release
+  CallFeatures g = f;
+  g.query_length = 3;
+  EXPECT_TRUE(quirk_reason(route_on("0.1.20.post1", "gfx1250", g), "pa-decode-bf16-asm-mtp-0-1"));
+  g = f;
+  g.head_dim_qk = g.head_dim_v = 128;
+  EXPECT_TRUE(quirk_reason(route_on("0.1.20.post1", "gfx1250", g), "pa-decode-bf16-asm-head-dim-64"));
+  g = f;
+  g.q_heads = 32;
+  EXPECT_TRUE(quirk_reason(route_on("0.1.20.post1", "gfx1250", g), "pa-decode-bf16-asm-gqa-8"));
+  g = f;
+  g.dtype = g.kv_dtype = DType::bf16;
+  EXPECT_TRUE(quirk_reason(route_on("0.1.20.post1", "gfx1250", g), "pa-decode-bf16-asm-fp8-only"));
 }
 
 // The same through the probe's matching: a quirk outside its version range or on a GPU it does

@@ -156,6 +156,39 @@ bad_table[1, 0] = -5
 aiter_compat.pa_decode_gluon(torch.zeros(4, 8, 64, dtype=torch.bfloat16, device=dev), gq, gk, gv5,
                              torch.tensor([9999, 37], dtype=torch.int32, device=dev), bad_table, 0.125, 2, 4, sinks=sinks)
 torch.cuda.synchronize()
+
+
+def asm_decode(split_o, split_lse, *args, **kwargs):
+    out = aiter_compat.pa_decode_bf16_asm(*args, split_o=split_o, split_lse=split_lse, **kwargs)
+    return out, split_o, split_lse
+
+
+# pa_decode_bf16_asm over 5-D fp8 caches [pages, Hk, D / 16, 32, 16] / [pages, Hk, 2, D, 16],
+# CSR pages, MTP 1, with a schedule splitting sequence 0 in two pieces (the split rows compared
+# with the CPU's); then a schedule whose rows, heads, sequences and count point outside every
+# buffer (clamped on the GPU: nothing outside the tensors written).
+f8 = torch.float8_e4m3fn
+ak = torch.randn(40, 2, 4, 32, 16, device=dev).to(f8)
+av = torch.randn(40, 2, 2, 64, 16, device=dev).to(f8)
+aq = torch.randn(2, 2, 2, 4, 64, device=dev).to(f8)
+aindptr = torch.tensor([0, 6, 9], dtype=torch.int32, device=dev)
+aindices = torch.randperm(40, dtype=torch.int32, device=dev)[:9]
+actx = torch.tensor([170, 70], dtype=torch.int32, device=dev)
+awork = torch.tensor([[0, 0, 0, 2, 0, 3, 0, 4 << 16], [0, 2, 0, 2, 3, 6, 0, 4 << 16],
+                      [0, 0, 0, 2, 0, 3, 0, 8 << 16 | 4], [0, 2, 0, 2, 3, 6, 0, 8 << 16 | 4],
+                      [1, -1, 2, 4, 6, 9, 0, 8 << 16]], dtype=torch.int32, device=dev)
+aone = torch.ones(1, device=dev)
+check("pa_decode_bf16_asm fp8 mtp 1 with split rows", asm_decode, torch.zeros(4, 1, 8, 64, device=dev),
+      torch.zeros(4, 1, 8, 1, device=dev), aq, ak, av, aindices, actx, 0.125, aindptr, gqa=4, mtp=1,
+      query_scale=aone, key_scale=aone * 0.5, value_scale=aone, work_info=awork,
+      work_indptr=torch.tensor([0, 5], dtype=torch.int32, device=dev), sink=sinks[:8])
+wild = torch.tensor([[0, 3, 0, 4, 0, 3, 0, 99 << 16], [7, 0, 0, 2, 0, 3, 0, 4 << 16], [1, 1, -3, 9, 6, 9, 0, 8 << 16],
+                     [-1, 0, 0, 2, 0, 3, 0, 4 << 16], [0, 0, 0, 2, 0, 3, 0, 4 << 16]], dtype=torch.int32, device=dev)
+aiter_compat.pa_decode_bf16_asm(aq, ak, av, aindices, actx, 0.125, aindptr, gqa=4, mtp=1, work_info=wild,
+                                work_indptr=torch.tensor([0, 99], dtype=torch.int32, device=dev),
+                                split_o=torch.zeros(4, 1, 8, 64, device=dev), split_lse=torch.zeros(4, 1, 8, 1, device=dev),
+                                sink=sinks[:8])
+torch.cuda.synchronize()
 routes = sorted({r["route"] for r in aiter_compat.routes()})
 print("sanitizer cases ran:", routes, "; seed", SEED, "(replay: AITER_COMPAT_TEST_SEED=%d)" % SEED)
 for f in failures:

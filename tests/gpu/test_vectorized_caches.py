@@ -121,3 +121,72 @@ def test_batch_prefill_and_shuffled_unified_attention_over_5d_caches():
         want, _ = reference(q[rows], in_order(kr, b), in_order(vr, b), d ** -0.5, True, (127, -1), sinks)
         record(f"mha_batch_prefill_func 5-D seq {b}", out[rows], want, 1e-2, kernel_of("mha_batch_prefill_func"))
         record(f"unified_attention shuffled seq {b}", out2[rows], want, 1e-2, kernel_of("unified_attention"))
+
+
+def csr(table, ctx, bs):
+    nblk = [(c + bs - 1) // bs for c in ctx]
+    indptr = torch.tensor([0] + [sum(nblk[:i + 1]) for i in range(len(nblk))], dtype=torch.int32)
+    indices = torch.cat([table[b, :n] for b, n in enumerate(nblk)]).contiguous()
+    return indptr, indices
+
+
+ASM = [
+    # name, ctx, mtp, hk, gqa, d, page, q dtype, bound
+    ("atom gfx1250 shape fp8 page 256", [3000, 1, 700, 257], 0, 8, 8, 64, 256, "float8_e4m3fn", 1e-2),
+    ("mtp 1 fp8 page 256", [2048, 300], 1, 8, 8, 64, 256, "float8_e4m3fn", 1e-2),
+    ("bf16 d128 gqa 4 page 16", [900, 33], 0, 4, 4, 128, 16, "bfloat16", 1e-2),
+]
+
+
+@pytest.mark.parametrize("case", ASM, ids=[c[0] for c in ASM])
+def test_pa_decode_bf16_asm_with_its_split_rows(case):
+    # Every sequence split into pieces of 2 pages by a schedule shaped as AITer's; the split rows
+    # merged as pa_reduce_v1 defines it must give out back, and out itself must be the reference.
+    name, ctx, mtp, hk, gqa, d, page, qdt, bound = case
+    fp8 = qdt.startswith("float8")
+    kvdt = getattr(torch, qdt) if fp8 else torch.bfloat16
+    kr, vr, table, used, in_order = paged(ctx, hk, d, page, torch.float32)
+    k8, v8 = kr.to(kvdt), vr.to(kvdt)
+    x = 16 if fp8 else 8
+    indptr, indices = csr(table, ctx, page)
+    qlen, hq = mtp + 1, hk * gqa
+    q = torch.randn(len(ctx), qlen, hk, gqa, d).to(kvdt)
+    sinks = torch.randn(hq, dtype=torch.float32)
+    qs, ks, vs = (torch.tensor([s]) for s in (0.8, 0.6, 1.5)) if fp8 else (None, None, None)
+    work, groups, row = [], [], 0
+    for b in range(len(ctx)):
+        first, last = int(indptr[b]), int(indptr[b + 1])
+        starts = list(range(first, last, 2)) or [first]
+        locs = [-1] if len(starts) == 1 else [row + i * qlen for i in range(len(starts))]
+        row += 0 if len(starts) == 1 else qlen * len(starts)
+        for kh in range(hk):
+            for s, loc in zip(starts, locs):
+                work.append([b, loc, b * qlen, (b + 1) * qlen, s, min(s + 2, last), 0, ((kh + 1) * gqa) << 16 | kh * gqa])
+        if locs != [-1]:
+            groups.append((b * qlen, locs))
+    work_info = torch.tensor(work, dtype=torch.int32, device=DEV)
+    split_o = torch.full((max(row, 1), 1, hq, d), float("nan"), device=DEV)
+    split_lse = torch.full((max(row, 1), 1, hq, 1), float("nan"), device=DEV)
+    dev = lambda t: None if t is None else t.to(DEV)  # noqa: E731
+    out = aiter_compat.pa_decode_bf16_asm(q.to(DEV), to_vectorized_k(k8, x).to(DEV), to_vectorized_v(v8, x).to(DEV),
+                                          indices.to(DEV), used.to(DEV), d ** -0.5, indptr.to(DEV), gqa=gqa, mtp=mtp,
+                                          query_scale=dev(qs), key_scale=dev(ks), value_scale=dev(vs),
+                                          work_indptr=torch.tensor([0, len(work)], dtype=torch.int32, device=DEV),
+                                          work_info=work_info, split_o=split_o, split_lse=split_lse, sink=sinks.to(DEV))
+    torch.cuda.synchronize()
+    assert out.dtype == torch.bfloat16 and out.shape == q.shape
+    flat = out.reshape(-1, hq, d)
+    reduced = flat.float().clone()
+    for q0, locs in groups:  # pa_reduce_v1's definition
+        for i in range(qlen):
+            lses = torch.stack([split_lse[loc + i, 0, :, 0] for loc in locs])
+            g = torch.logsumexp(lses, dim=0)
+            reduced[q0 + i] = sum(split_o[loc + i, 0] * torch.exp(l - g)[:, None] for loc, l in zip(locs, lses))
+    sq, sk, sv = (float(s[0]) for s in (qs, ks, vs)) if fp8 else (1.0, 1.0, 1.0)
+    for b in range(len(ctx)):
+        rows = slice(b * qlen, (b + 1) * qlen)
+        qb = q[b].reshape(qlen, hq, d).float() * sq
+        want, _ = reference(qb, in_order(k8, b).float() * sk, in_order(v8, b).float() * sv, d ** -0.5, True,
+                            (-1, -1), sinks)
+        record(f"pa_decode_bf16_asm {name} seq {b}", flat[rows], want, bound, kernel_of("pa_decode_bf16_asm"))
+        record(f"pa_decode_bf16_asm {name} seq {b} reduced", reduced[rows], want, bound, kernel_of("pa_decode_bf16_asm"))

@@ -54,6 +54,9 @@ LaunchPlan plan_attention(const AttentionLaunch& call);
 // Returns the row that ran (the split merge, when there was one, ran after it).
 KernelId launch_attention(const AttentionLaunch& call);
 void launch_merge_states(const ac_merge_params& params, int dtype, Vendor vendor, int device, void* stream);
+// pa_decode_bf16_asm's split rows from a fallback's whole rows (kernel_params.h), after the
+// attention on the same stream.
+void launch_split_rows(const ac_split_rows_params& params, Vendor vendor, int device, void* stream);
 
 // Runs every call of the process on this row where it fits (RowDoesNotFit where not), so that a
 // benchmark can time each family on the same calls; nullopt restores the launcher's choice. A

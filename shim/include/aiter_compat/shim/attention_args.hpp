@@ -95,8 +95,15 @@ struct PagedArgs {
   // mha_batch_prefill_func's page table as CSR, when kv_indptr is given (int32 [batch + 1]):
   // sequence b's pages are block_table[kv_indptr[b] .. kv_indptr[b + 1]) (block_table is then the
   // 1-D kv_page_indices), its keys (pages - 1) x block_size + kv_last_page_lens[b] (int32
-  // [batch]; every page whole without it, as for block size 1); seqused_k is not used.
+  // [batch]; every page whole without it, as for block size 1), or seqused_k[b] when given
+  // (pa_decode_bf16_asm's context_lens: at most the pages' keys).
   TensorView kv_indptr, kv_last_page_lens;
+  // pa_decode_bf16_asm's persistent schedule and split rows (kernel_params.h,
+  // ac_split_rows_params): written from out and lse after the attention when work_info is given.
+  TensorView work_indptr, work_info, split_o, split_lse;
+  // Contexts may hold fewer keys than the sequence has queries (pa_decode_bf16_asm: a CUDA
+  // graph's padded sequences have none): rows that see no key get out 0 and the sink's LSE.
+  bool short_contexts = false;
   // The caller's names of the cache parameters, for errors.
   const char* k_name = "k_cache";
   const char* v_name = "v_cache";

@@ -22,8 +22,9 @@ enum class OpId : uint8_t {
   flash_attn_varlen_fp8_pertensor_func,  // fp8 q/k/v with per-tensor descales
   flash_attn_fp8_pertensor_func,
   pa_decode_gluon,                // AITer's Gluon paged decode over 5-D caches (SGLang's, ATOM's)
+  pa_decode_bf16_asm,             // AITer's persistent paged decode for gfx1250 (ATOM's), fp8, 5-D caches
 };
-constexpr int kOpCount = 11;
+constexpr int kOpCount = 12;
 
 // What an op computes, whichever entry point it is: the core reads features, makes kernel
 // arguments and picks kernels by this, so an entry point that is another name (or another
@@ -35,7 +36,9 @@ enum class OpKind : uint8_t {
   decode,  // paged, causal, one query per sequence unless cu_seqlens_q is given
   batch_prefill,  // paged with a CSR page table (kv_indptr) or a block table, causal or not; returns out
   vectorized_decode,  // pa_decode_gluon: out first, query_length queries per sequence over a 5-D
-                      // key cache and a 5-D or [blocks, kv_heads, dim, block_size] value cache
+                      // key cache and a 5-D or [blocks, kv_heads, dim, block_size] value cache;
+                      // pa_decode_bf16_asm: q [batch, mtp + 1, kv_heads, gqa, dim] over 5-D caches
+                      // with a CSR page table, returns out
   merge,   // two partial attention states into one
 };
 
@@ -63,6 +66,8 @@ enum class Role : uint8_t {
   shuffled_cache,                                 // unified_attention's shuffled_kv_cache (5-D caches)
   query_length,                                   // queries per sequence (pa_decode_gluon's MTP)
   sliding_window,                                 // keys per query, itself included (0: all)
+  gqa, mtp,                                       // pa_decode_bf16_asm's query heads per KV head, queries - 1
+  work_indptr, work_info, split_o, split_lse,     // its persistent schedule and the split rows it writes
   count_
 };
 constexpr int kRoleCount = static_cast<int>(Role::count_);

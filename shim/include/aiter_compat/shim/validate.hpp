@@ -10,5 +10,8 @@ namespace aiter_compat {
 void validate_varlen(const VarlenArgs& a, bool read_contents);
 void validate_paged(const PagedArgs& a, bool read_contents);
 void validate_merge(const MergeArgs& a, bool read_contents);
+// pa_decode_bf16_asm's schedule and split buffers, once out and lse are known (host contents:
+// every work_info row in range).
+void validate_split_rows(const PagedArgs& a, bool read_contents);
 
 }  // namespace aiter_compat
