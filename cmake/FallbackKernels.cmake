@@ -13,6 +13,11 @@ set(kernel_source ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/attention_kernels.h
 set(kernel_deps ${kernel_source} ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/portability.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kernel_params.h
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kernel_common.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/key_range.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kv_rows.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/row_finish.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/row_store.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/arch_contract.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/matrix_ops.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/warpgroup_ops.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/tiled_attention.hpp

@@ -210,7 +210,7 @@ void paged_attention(const PagedArgs& a) {
 }
 
 void split_rows(const PagedArgs& a) {
-  const int64_t slots = a.work_info.shape[0], hq = a.q.shape[1], dv = a.out.shape[2];
+  const int64_t slots = a.work_info.shape[0], dv = a.out.shape[2];
   const int64_t valid = a.work_indptr.defined() ? i32_at(a.work_indptr, a.work_indptr.shape[0] - 1) : slots;
   const int64_t* st = a.work_info.strides;
   auto* so = static_cast<float*>(a.split_o.data);
@@ -245,9 +245,10 @@ void merge_states(const MergeArgs& a) {
       const double m = std::max({parts[0], parts[1], parts[2]});
       double z = 0;
       for (double p : parts) z += std::isinf(p) && p < 0 ? 0.0 : std::exp(p - m);
-      const double lse = z > 0 ? m + std::log(z) : -std::numeric_limits<double>::infinity();
-      const double wp = z > 0 && !std::isinf(parts[0]) ? std::exp(parts[0] - lse) : 0.0;
-      const double ws = z > 0 && !std::isinf(parts[1]) ? std::exp(parts[1] - lse) : 0.0;
+      // A NaN LSE makes z NaN, and the merged row and LSE NaN, as on the GPU.
+      const double lse = !(z <= 0) ? m + std::log(z) : -std::numeric_limits<double>::infinity();
+      const double wp = !(z <= 0) && !std::isinf(parts[0]) ? std::exp(parts[0] - lse) : 0.0;
+      const double ws = !(z <= 0) && !std::isinf(parts[1]) ? std::exp(parts[1] - lse) : 0.0;
       for (int64_t e = 0; e < d; ++e) {
         auto off = [&](const TensorView& t) { return i * t.strides[0] + h * t.strides[1] + e; };
         double v = wp * load(a.prefix_output.dtype, a.prefix_output.data, off(a.prefix_output)) +

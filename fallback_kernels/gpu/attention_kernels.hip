@@ -7,8 +7,21 @@
 // logit with a zero value, entered once: at the end of an unsplit block, or in the merge.
 // Correct first: this version reads keys row by row; the tuned kernels replace its inner loops.
 #include "kernel_common.hpp"
+#include "key_range.hpp"
+#include "kv_rows.hpp"
+#include "row_finish.hpp"
+#include "row_store.hpp"
 
 namespace {
+
+// Key j's rows for the generic kernel, whose caches may be any layout (kSplit: AITer's split
+// ones, paged; else contiguous or NHD pages, as the call says).
+template <bool kSplit>
+AC_DEVICE KvRow kv_row(const ac_attention_params& p, const Sequence& s, int32_t page_shift, int32_t j) {
+  if constexpr (kSplit) return KvRows<KvLayout::split_pages>{p, s.table_row, s.k_start, page_shift}.at(j);
+  else if (p.paged) return KvRows<KvLayout::pages>{p, s.table_row, s.k_start, page_shift}.at(j);
+  else return KvRows<KvLayout::contiguous>{p, s.table_row, s.k_start, page_shift}.at(j);
+}
 
 template <typename Io, bool kSplit>
 AC_DEVICE void attention_block(const ac_attention_params& p) {
@@ -20,14 +33,10 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
   const Sequence s = sequence_of(p, token);
   if (token < s.q_start || token >= s.q_start + s.q_len) return;  // padding beyond cu_seqlens_q[batch]
 
-  const int32_t i = token - s.q_start, pos = i + s.k_len - s.q_len;
-  int32_t lo = 0, hi = s.k_len;
-  if (p.causal) hi = hi < pos + 1 ? hi : pos + 1;
-  if (p.window_right >= 0) hi = hi < pos + p.window_right + 1 ? hi : pos + p.window_right + 1;
-  if (p.window_left >= 0) lo = lo > pos - p.window_left ? lo : pos - p.window_left;
-  if (hi < lo) hi = lo;
-  const int32_t chunk = (hi - lo + p.num_splits - 1) / p.num_splits;
-  const int32_t k_begin = lo + split * chunk, k_end = hi < k_begin + chunk ? hi : k_begin + chunk;
+  const int32_t i = token - s.q_start;
+  const KeySpan keys = block_keys(KeyRange{p, s.q_len, s.k_len}, i, i, split, p.num_splits, 1);
+  const int32_t k_begin = keys.begin, k_end = keys.end;
+  const int32_t page_shift = page_shift_of(p);
 
   AC_SHARED float q_s[AC_MAX_GROUP_ELEMS];  // the group's scaled queries (group x d)
   AC_SHARED float p_s[AC_MAX_GROUP * AC_KEY_TILE];
@@ -52,8 +61,9 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
   for (int32_t t0 = k_begin; t0 < k_end; t0 += AC_KEY_TILE) {
     const int32_t n = k_end - t0 < AC_KEY_TILE ? k_end - t0 : AC_KEY_TILE;
     if (tid < n) {
-      krow_s[tid] = key_row(p, s, t0 + tid, 0);
-      vrow_s[tid] = key_row(p, s, t0 + tid, 1);
+      const KvRow r = kv_row<kSplit>(p, s, page_shift, t0 + tid);
+      krow_s[tid] = r.ok ? r.k : -1;
+      vrow_s[tid] = r.ok ? r.v : -1;
     }
     ac_sync();
     // Scores: thread pairs share a key, each taking every other head of the group.
@@ -108,21 +118,14 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
     if (g >= group) continue;
     const int32_t h = kh * group + g;
     if (p.num_splits > 1) {
-      p.partial_out[((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * dv + c] = acc[k] * v_scale;
+      partial_out_row(p, split, token, h, dv)[c] = acc[k] * v_scale;
       continue;
     }
-    const float sink = ac_sink(p, h);
-    const float m = m_s[g] > sink ? m_s[g] : sink;
-    const float scale_old = m == -AC_INFINITY ? 0.f : ac_exp(m_s[g] - m);
-    const float l = l_s[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - m));
-    io.out(p, token * p.out_tok + h * p.out_head + c, ac_weighted(l) ? acc[k] * v_scale * scale_old / l : 0.f);
-    if (c == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = ac_weighted(l) ? m + ac_log(l) : -AC_INFINITY;
+    const RowFinish fin = finish_row<false>(m_s[g], l_s[g], ac_sink(p, h), v_scale);
+    io.out(p, out_index(p, token, h, c), acc[k] * fin.scale);
+    if (c == 0 && p.lse) p.lse[lse_index(p, s, token, h)] = fin.lse;
   }
-  if (p.num_splits > 1 && tid < group) {
-    float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + token) * p.hq + kh * group + tid) * 2;
-    ml[0] = m_s[tid];
-    ml[1] = l_s[tid];
-  }
+  if (p.num_splits > 1 && tid < group) store_partial_ml<false>(p, split, token, kh * group + tid, m_s[tid], l_s[tid]);
 }
 
 // Combines the splits of one (token, head) and adds the sink once. The first warp reads every
@@ -143,16 +146,17 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
   AC_SHARED float lse_s;
   AC_SHARED ac_f32x4 sum_s[AC_THREADS];  // each thread group's sum over its splits
   const int splits = p.num_splits < AC_MAX_SPLITS ? p.num_splits : AC_MAX_SPLITS;  // the launcher caps it
-  const int64_t row = static_cast<int64_t>(token) * p.hq + h, split_stride = static_cast<int64_t>(p.total_q) * p.hq;
+  const int64_t split_stride = static_cast<int64_t>(p.total_q) * p.hq;  // one split further, in rows
   if (tid < AC_WARP_SIZE) {
-    const float sink = ac_sink(p, h);
+    // The splits' (max, sum) combined over the warp, then the sink entered once.
     float ms[AC_MAX_SPLITS / AC_WARP_SIZE + 1], ls[AC_MAX_SPLITS / AC_WARP_SIZE + 1];
-    float m = sink;
+    float m = -AC_INFINITY;
 #pragma unroll
     for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
       const int sp = tid + i * AC_WARP_SIZE;
-      ms[i] = sp < splits ? p.partial_ml[(sp * split_stride + row) * 2] : -AC_INFINITY;
-      ls[i] = sp < splits ? p.partial_ml[(sp * split_stride + row) * 2 + 1] : 0.f;
+      const float* ml = partial_ml_row(p, sp, token, h);
+      ms[i] = sp < splits ? ml[0] : -AC_INFINITY;
+      ls[i] = sp < splits ? ml[1] : 0.f;
       m = m > ms[i] ? m : ms[i];
     }
 #pragma unroll
@@ -168,13 +172,13 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
     }
 #pragma unroll
     for (int mask = AC_WARP_SIZE / 2; mask > 0; mask /= 2) l += ac_shfl_xor(l, mask);
-    if (m != -AC_INFINITY && sink != -AC_INFINITY) l += ac_exp(sink - m);
+    const RowFinish fin = finish_row<false>(m, l, ac_sink(p, h), 1.f);
 #pragma unroll
     for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
       const int sp = tid + i * AC_WARP_SIZE;
-      if (sp < splits) weight_s[sp] = ac_weighted(l) ? ms[i] / l : 0.f;
+      if (sp < splits) weight_s[sp] = ms[i] * fin.scale;
     }
-    if (tid == 0) lse_s = ac_weighted(l) ? m + ac_log(l) : -AC_INFINITY;
+    if (tid == 0) lse_s = fin.lse;
   }
   ac_sync();
   const int dv = p.head_dim_v;
@@ -184,7 +188,7 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
     const int chunks = dv / 4, groups = AC_THREADS / chunks, g = tid / chunks, c = tid % chunks;
     ac_f32x4 acc{0.f, 0.f, 0.f, 0.f};
     if (g < groups) {
-      const ac_f32x4* src = reinterpret_cast<const ac_f32x4*>(p.partial_out + row * dv) + c;
+      const ac_f32x4* src = reinterpret_cast<const ac_f32x4*>(partial_out_row(p, 0, token, h, dv)) + c;
       const int64_t stride = split_stride * chunks;  // one split further, in chunks
       constexpr int kInFlight = 8;
       for (int first = g; first < splits; first += groups * kInFlight) {
@@ -212,7 +216,7 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
     }
   } else {  // head dims the GPU routes do not take today (they take 64 and 128)
     for (int ch = tid; ch < dv; ch += AC_THREADS) {
-      const float* src = p.partial_out + row * dv + ch;
+      const float* src = partial_out_row(p, 0, token, h, dv) + ch;
       float o = 0.f;
 #pragma unroll 8
       for (int sp = 0; sp < splits; ++sp) o += src[sp * split_stride * dv] * weight_s[sp];
@@ -290,15 +294,10 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
   const int tid = ac_thread_x(), lane = tid % kLanes, grp = tid / kLanes;
   const int32_t b = ac_block_x(), kh = ac_block_y(), split = ac_block_z();
   const int32_t group = p.hq / p.hk;
-  const PagedKeys keys = paged_keys(p, b);
-  const int32_t k_len = keys.k_len;
-  const int32_t pos = k_len - 1;  // the query is the last token
-  int32_t lo = 0, hi = k_len;
-  if (p.window_left >= 0) lo = lo > pos - p.window_left ? lo : pos - p.window_left;
-  if (hi < lo) hi = lo;
-  const int32_t chunk = (hi - lo + p.num_splits - 1) / p.num_splits;
-  const int32_t k_begin = lo + split * chunk, k_end = hi < k_begin + chunk ? hi : k_begin + chunk;
-  const int32_t* table = p.block_table + keys.table_row;
+  const PagedKeys paged = paged_keys(p, b);
+  const KeySpan keys = block_keys(KeyRange{p, 1, paged.k_len}, 0, 0, split, p.num_splits, 1);
+  const int32_t k_begin = keys.begin, k_end = keys.end;
+  const KvRows<KvLayout::pages> rows{p, paged.table_row, 0, page_shift_of(p)};
   const float q_scale = p.scale * ac_qk_descale(p, b, kh);
 
   float q[G][E];
@@ -340,13 +339,14 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
 #pragma unroll
     for (int u = 0; u < AC_DECODE_UNROLL; ++u) {
       const int32_t j = base + grp + u * kGroups;
+      // (The offsets zeroed under the one condition: a KvRow selected as a whole cost the AMD
+      // build a wave per SIMD.)
       ok[u] = j < k_end;
-      int32_t block = ok[u] ? table[(j / p.block_size) * p.bt_col] : 0;
-      ok[u] = ok[u] && block >= 0 && block < p.num_blocks;
-      const int64_t slot = ok[u] ? static_cast<int64_t>(block) * p.k_tok + (j % p.block_size) * p.k_slot : 0;
-      const int64_t vslot = ok[u] ? static_cast<int64_t>(block) * p.v_tok + (j % p.block_size) * p.v_slot : 0;
-      kr[u] = ok[u] ? *reinterpret_cast<const C*>(kbase + slot) : C{};
-      vr[u] = ok[u] ? *reinterpret_cast<const C*>(vbase + vslot) : C{};
+      const int32_t block = ok[u] ? rows.page(j) : 0;
+      ok[u] = ok[u] && rows.valid(block);
+      const int64_t krow = ok[u] ? rows.k_row(j, block) : 0, vrow = ok[u] ? rows.v_row(j, block) : 0;
+      kr[u] = ok[u] ? *reinterpret_cast<const C*>(kbase + krow) : C{};
+      vr[u] = ok[u] ? *reinterpret_cast<const C*>(vbase + vrow) : C{};
     }
     float s[AC_DECODE_UNROLL][G];
 #pragma unroll
@@ -453,22 +453,15 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
     const int g = x / D, c = x % D;
     const int32_t h = kh * group + g;
     if (p.num_splits > 1) {
-      p.partial_out[((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * D + c] = acc_blk[x] * v_factor;
-      if (c == 0) {
-        float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + b) * p.hq + h) * 2;
-        ml[0] = m_blk[g];
-        ml[1] = l_blk[g];
-      }
+      partial_out_row(p, split, b, h, D)[c] = acc_blk[x] * v_factor;
+      if (c == 0) store_partial_ml<false>(p, split, b, h, m_blk[g], l_blk[g]);
       continue;
     }
-    const float sink = ac_sink(p, h);
-    const float mm = m_blk[g] > sink ? m_blk[g] : sink;
-    const float scale_old = mm == -AC_INFINITY ? 0.f : ac_exp(m_blk[g] - mm);
-    const float ll = l_blk[g] * scale_old + (sink == -AC_INFINITY ? 0.f : ac_exp(sink - mm));
-    const float o = ac_weighted(ll) ? acc_blk[x] * v_factor * scale_old / ll : 0.f;
-    if constexpr (kKv8) ac_store_as(p.out_type, p.out, b * p.out_tok + h * p.out_head + c, o);
-    else e.store(p.out, b * p.out_tok + h * p.out_head + c, o);
-    if (c == 0 && p.lse) p.lse[h * p.lse_head + b * p.lse_tok] = ac_weighted(ll) ? mm + ac_log(ll) : -AC_INFINITY;
+    const RowFinish fin = finish_row<false>(m_blk[g], l_blk[g], ac_sink(p, h), v_factor);
+    const float o = acc_blk[x] * fin.scale;
+    if constexpr (kKv8) ac_store_as(p.out_type, p.out, out_index(p, b, h, c), o);
+    else e.store(p.out, out_index(p, b, h, c), o);
+    if (c == 0 && p.lse) p.lse[h * p.lse_head + b * p.lse_tok] = fin.lse;
   }
 }
 
@@ -480,24 +473,20 @@ AC_DEVICE void merge_states_block(const ac_merge_params& p) {
   if (token >= p.tokens || h >= p.heads) return;
   const float lp = p.prefix_lse[h * p.plse_head + token * p.plse_tok];
   const float ls = p.suffix_lse[h * p.slse_head + token * p.slse_tok];
-  const float sink = ac_sink(p.sinks, p.sink_type, p.sink_stride, h);
-  float m = lp > ls ? lp : ls;
-  m = m > sink ? m : sink;
+  // Each part is a normalised output with its LSE: (max, sum) = (lse, 1); the sink enters once.
+  const float m = lp > ls ? lp : ls;
   float z = 0.f;
-  if (m != -AC_INFINITY) {
-    if (lp != -AC_INFINITY) z += ac_exp(lp - m);
-    if (ls != -AC_INFINITY) z += ac_exp(ls - m);
-    if (sink != -AC_INFINITY) z += ac_exp(sink - m);
-  }
-  const float lse = ac_weighted(z) ? m + ac_log(z) : -AC_INFINITY;
-  const float wp = (z > 0.f && lp != -AC_INFINITY) ? ac_exp(lp - lse) : 0.f;
-  const float ws = (z > 0.f && ls != -AC_INFINITY) ? ac_exp(ls - lse) : 0.f;
+  if (lp != -AC_INFINITY) z += ac_exp(lp - m);
+  if (ls != -AC_INFINITY) z += ac_exp(ls - m);
+  const RowFinish fin = finish_row<false>(m, z, ac_sink(p.sinks, p.sink_type, p.sink_stride, h), 1.f);
+  const float wp = lp != -AC_INFINITY ? ac_exp(lp - m) * fin.scale : 0.f;
+  const float ws = ls != -AC_INFINITY ? ac_exp(ls - m) * fin.scale : 0.f;
   for (int c = ac_thread_x(); c < p.dim; c += AC_THREADS) {
     const float v = wp * e.load(p.prefix, token * p.prefix_tok + h * p.prefix_head + c) +
                     ws * e.load(p.suffix, token * p.suffix_tok + h * p.suffix_head + c);
     e.store(p.out, token * p.out_tok + h * p.out_head + c, v);
   }
-  if (ac_thread_x() == 0 && p.out_lse) p.out_lse[h * p.olse_head + token * p.olse_tok] = lse;
+  if (ac_thread_x() == 0 && p.out_lse) p.out_lse[h * p.olse_head + token * p.olse_tok] = fin.lse;
 }
 
 // pa_decode_bf16_asm's split rows (kernel_params.h): one block per work_info row, threads over

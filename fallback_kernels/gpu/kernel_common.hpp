@@ -4,6 +4,7 @@
 
 #include "fp8_device.hpp"
 #include "kernel_params.h"
+#include "kv_rows.hpp"
 #include "portability.hpp"
 
 namespace {
@@ -162,22 +163,6 @@ AC_DEVICE Sequence sequence_of(const ac_attention_params& p, int32_t token) {
 // Where the log-sum-exp of (token, head h) goes: [Hq, total_q] or, with lse_batch, [batch, Hq, seqlen_q].
 AC_DEVICE int64_t lse_index(const ac_attention_params& p, const Sequence& s, int32_t token, int32_t h) {
   return s.b * p.lse_batch + h * p.lse_head + (p.lse_batch ? token - s.q_start : token) * p.lse_tok;
-}
-
-// An index over a dimension split in two (kernel_params.h: the 5-D caches' x-wide chunks).
-AC_DEVICE int64_t ac_split(int64_t i, int32_t x, int64_t outer, int64_t inner) { return i / x * outer + i % x * inner; }
-
-// Element offset of key j's row (head 0, channel 0) for k (which=0) or v (which=1); -1 for a
-// block-table entry outside the cache.
-AC_DEVICE int64_t key_row(const ac_attention_params& p, const Sequence& s, int32_t j, int which) {
-  if (!p.paged) return static_cast<int64_t>(s.k_start + j) * (which ? p.v_tok : p.k_tok);
-  int32_t block = p.block_table[s.table_row + (j / p.block_size) * p.bt_col];
-  if (block < 0 || block >= p.num_blocks) return -1;
-  int32_t slot = j % p.block_size;
-  if (p.kv_layout == AC_LAYOUT_SPLIT)
-    return which ? block * p.v_tok + ac_split(slot, p.v_slot_x, p.v_slot, p.v_slot_in)
-                 : block * p.k_tok + ac_split(slot, p.k_slot_x, p.k_slot, p.k_slot_in);
-  return which ? block * p.v_tok + slot * p.v_slot : block * p.k_tok + slot * p.k_slot;
 }
 
 // Channel c's offset in a key row: c in row layouts, else the cache's split (kSplit: decided

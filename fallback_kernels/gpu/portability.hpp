@@ -10,6 +10,9 @@
 #define AC_KERNEL extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, 256)))
 #define AC_DEVICE __attribute__((device)) static inline
 #define AC_MEMBER __attribute__((device)) inline
+// The shared building blocks (key_range.hpp, kv_rows.hpp, row_finish.hpp, row_store.hpp): left
+// to the inliner, a block's key range was a call, and a call costs AMD kernels registers.
+#define AC_INLINE __attribute__((always_inline))
 #define AC_SHARED __attribute__((shared))
 #define AC_WARP_SIZE 64
 AC_DEVICE int ac_thread_x() { return __builtin_amdgcn_workitem_id_x(); }
@@ -46,6 +49,7 @@ AC_DEVICE void ac_shared_add(float* p, float v) {
 #define AC_KERNEL extern "C" __global__ __launch_bounds__(256)
 #define AC_DEVICE __device__ static inline
 #define AC_MEMBER __device__ inline
+#define AC_INLINE __attribute__((always_inline))
 #define AC_SHARED __shared__
 #define AC_WARP_SIZE 32
 AC_DEVICE int ac_thread_x() { return threadIdx.x; }
@@ -72,8 +76,21 @@ AC_DEVICE float ac_half_to_float(uint16_t h) {
   return f;
 }
 AC_DEVICE void ac_shared_add(float* p, float v) { atomicAdd(p, v); }
+#elif defined(AC_HOST_MODEL)
+// The host model of the kernels' shared building blocks (key_range.hpp, row_finish.hpp), which
+// the C++ tests compile for the CPU: the same source, standard math in place of the intrinsics.
+#include <cmath>
+#define AC_HOST 1
+#define AC_DEVICE static inline
+#define AC_MEMBER inline
+#define AC_INLINE
+AC_DEVICE float ac_exp2(float x) { return std::exp2(x); }
+AC_DEVICE float ac_log2(float x) { return std::log2(x); }
+AC_DEVICE float ac_exp(float x) { return std::exp(x); }
+AC_DEVICE float ac_log(float x) { return std::log(x); }
+AC_DEVICE int ac_ffs(int x) { return __builtin_ffs(x); }
 #else
-#error "portability.hpp: compile with clang -x hip (AMD) or nvcc -x cu (NVIDIA)"
+#error "portability.hpp: compile with clang -x hip (AMD) or nvcc -x cu (NVIDIA), or define AC_HOST_MODEL (host tests)"
 #endif
 
 #define AC_INFINITY __builtin_huge_valf()
@@ -97,6 +114,11 @@ struct alignas(8) ac_u32x2 {
 struct alignas(16) ac_f32x4 {
   float x, y, z, w;
 };
+// kWords 32-bit words stored or loaded as one access.
+template <int kWords> struct ac_words;
+template <> struct ac_words<1> { using type = uint32_t; };
+template <> struct ac_words<2> { using type = ac_u32x2; };
+template <> struct ac_words<4> { using type = ac_u32x4; };
 
 // float16 and bfloat16 by their bits, rounding to nearest even, the same on both vendors.
 AC_DEVICE float ac_bits_to_float(uint32_t bits) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernel_common.hpp"
+#include "kv_rows.hpp"
 
 namespace {
 
@@ -10,7 +11,11 @@ struct TileContext {
   const ac_attention_params& p;
   Sequence seq;
   int32_t kh, group, rows_total, row0, k_begin, k_end;
-  int32_t page_shift;  // log2 of the block size when it is a power of two, else -1
+  int32_t page_shift;  // page_shift_of(p)
+
+  // The sequence's keys in the block's cache layout (kv_rows.hpp).
+  template <KvLayout L>
+  AC_MEMBER KvRows<L> rows() const { return {p, seq.table_row, seq.k_start, page_shift}; }
 };
 
 }  // namespace

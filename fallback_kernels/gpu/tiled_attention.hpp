@@ -21,7 +21,11 @@
 // keys outside every row's window are never loaded: the tiles start at the block's first key.
 #pragma once
 
+#include "arch_contract.hpp"
 #include "kernel_common.hpp"
+#include "key_range.hpp"
+#include "row_finish.hpp"
+#include "row_store.hpp"
 #include "tile_context.hpp"
 #include "tiles_amd.hpp"
 #include "tiles_nvidia.hpp"
@@ -40,30 +44,21 @@ template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 struct TiledAttention : TileContext {
   using Tile = typename TileType<T, (kKv8 && S.warps_n > 1 && S.m_tiles == 1)>::type;
   using A = ArchTiles<Tile, S, kPaged, kKv8>;
+  static_assert(TileFragments<A>, "the arch's fragments (arch_contract.hpp)");
+  static_assert(TileLoader<A>, "the arch's loader (arch_contract.hpp)");
+  static_assert(TileMma<A>, "the arch's matrix products (arch_contract.hpp)");
+  static_assert(TileEpilogue<A>, "the arch's epilogue start (arch_contract.hpp)");
   static constexpr int D = S.head_dim;
   static constexpr int kThreads = S.threads();
   static constexpr int kBlockM = S.block_m();
   static constexpr int kChunks = D / 8;  // 16-byte chunks of an output row
-  static constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+  static constexpr float kLog2e = 1.4426950408889634f;
 
   unsigned char* smem;  // the block's shared memory (each m-tile lays its tiles out afresh)
   // The softmax scale times AITer's q and k descales, and its v descale, read at the block's
   // start: their pointers and strides held to the epilogue cost scalar registers (the AMD paged
   // "keys" kernel spilled them, with a scratch slot).
   float qk_scale, v_scale;
-
-  // Keys of query token t (position t + k_len - q_len): [lo, hi).
-  AC_MEMBER int32_t key_lo(int32_t t) const {
-    const int32_t pos = t + seq.k_len - seq.q_len;
-    return p.window_left >= 0 && pos - p.window_left > 0 ? pos - p.window_left : 0;
-  }
-  AC_MEMBER int32_t key_hi(int32_t t) const {
-    const int32_t pos = t + seq.k_len - seq.q_len;
-    int32_t hi = seq.k_len;
-    if (p.causal && pos + 1 < hi) hi = pos + 1;
-    if (p.window_right >= 0 && pos + p.window_right + 1 < hi) hi = pos + p.window_right + 1;
-    return hi;
-  }
 
   // Row r's sink (natural-log units, as given); -inf past the last row or without sinks.
   AC_MEMBER float row_sink(int r) const {
@@ -93,15 +88,13 @@ struct TiledAttention : TileContext {
     }
     const int32_t t_first = row0 / group, t_last = last_row / group;
 
-    // Keys the block's rows need, cut into splits of whole tiles.
-    const int32_t lo = key_lo(t_first), hi_all = key_hi(t_last) > lo ? key_hi(t_last) : lo;
-    const int32_t n_all = (hi_all - lo + S.block_n - 1) / S.block_n;
-    const int32_t per_split = (n_all + p.num_splits - 1) / p.num_splits;
-    k_begin = lo + split * per_split * S.block_n;
-    k_end = hi_all < k_begin + per_split * S.block_n ? hi_all : k_begin + per_split * S.block_n;
+    // Keys the block's rows need, cut into splits of whole tiles; inside `unmasked` no row masks.
+    const KeyRange range{p, seq.q_len, seq.k_len};
+    const KeySpan keys = block_keys(range, t_first, t_last, split, p.num_splits, S.block_n);
+    k_begin = keys.begin;
+    k_end = keys.end;
     const int32_t n_tiles = k_begin < k_end ? (k_end - k_begin + S.block_n - 1) / S.block_n : 0;
-    // Tiles inside [unmasked_lo, unmasked_hi) need no mask for any row.
-    const int32_t unmasked_lo = key_lo(t_last), unmasked_hi = key_hi(t_first) < k_end ? key_hi(t_first) : k_end;
+    const KeySpan unmasked = unmasked_keys(range, t_first, t_last, k_end);
 
     // This thread's rows and the keys each may see.
     int32_t row_lo[A::kRowSlots], row_hi[A::kRowSlots];
@@ -109,8 +102,8 @@ struct TiledAttention : TileContext {
     for (int slot = 0; slot < A::kRowSlots; ++slot) {
       const int32_t flat = row0 + tiles.slot_row(warp_m, lane, slot);
       const bool ok = flat < rows_total;
-      row_lo[slot] = ok ? key_lo(flat / group) : 0;
-      row_hi[slot] = ok ? key_hi(flat / group) : 0;
+      row_lo[slot] = ok ? range.lo(flat / group) : 0;
+      row_hi[slot] = ok ? range.hi(flat / group) : 0;
     }
 
     tiles.prologue(*this, tid, n_tiles);
@@ -154,7 +147,7 @@ struct TiledAttention : TileContext {
         for (int e = 0; e < A::kScoreElems; ++e) tiles.at(sc, e) = cap2 * ac_softcap(tiles.at(sc, e) * inv, 1.f);
       }
 
-      if (tiles.pages_masked(it) || j0 < unmasked_lo || j0 + S.block_n > unmasked_hi) {
+      if (tiles.pages_masked(it) || j0 < unmasked.begin || j0 + S.block_n > unmasked.end) {
         const uint8_t* valid = tiles.valid_keys(it);
         bool key_ok[A::kKeys];  // each of this thread's keys read once, whichever rows share it
 #pragma unroll
@@ -246,46 +239,16 @@ struct TiledAttention : TileContext {
         for (int i = 0; i < 8; ++i) acc[i] += src[i] * f;
       }
       if (p.num_splits > 1) {
-        float* dst = p.partial_out + ((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * D + c * 8;
+        float* dst = partial_out_row(p, split, token, h, D) + c * 8;
 #pragma unroll
         for (int i = 0; i < 8; ++i) dst[i] = acc[i] * v_scale;
-        if (c == 0) {
-          float* ml = p.partial_ml + ((static_cast<int64_t>(split) * p.total_q + token) * p.hq + h) * 2;
-          ml[0] = mx == -AC_INFINITY ? -AC_INFINITY : mx * kLn2;
-          ml[1] = l;
-        }
+        if (c == 0) store_partial_ml<true>(p, split, token, h, mx, l);
         continue;
       }
-      const float sink = tiles.sink_s[r];
-      const float mf = fmaxf(mx, sink);
-      const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(mx - mf);
-      const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
-      const float inv = ac_weighted(lf) ? keep * v_scale / lf : 0.f;
-      if constexpr (kKv8) {
-        if (p.out_type == AC_DTYPE_E4M3FN || p.out_type == AC_DTYPE_E4M3FNUZ) {  // 8 codes, 8 bytes
-          const bool fnuz = ac_is_fnuz(p.out_type);
-          const ac_u32x2 codes{ac_f32x4_to_e4m3(acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv, fnuz),
-                               ac_f32x4_to_e4m3(acc[4] * inv, acc[5] * inv, acc[6] * inv, acc[7] * inv, fnuz)};
-          *reinterpret_cast<ac_u32x2*>(static_cast<uint8_t*>(p.out) + token * p.out_tok + h * p.out_head + c * 8) = codes;
-          if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = ac_weighted(lf) ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
-          continue;
-        }
-        // A 16-bit out in its own type (the tiles may be f16 under a bf16 out).
-        const bool bf16 = p.out_type == AC_DTYPE_BF16;
-        auto pk = [&](float lo, float hi) { return bf16 ? ac_f32x2_to_bf16x2(lo, hi) : ac_f32x2_to_f16x2(lo, hi); };
-        const ac_u32x4 out{pk(acc[0] * inv, acc[1] * inv), pk(acc[2] * inv, acc[3] * inv), pk(acc[4] * inv, acc[5] * inv),
-                           pk(acc[6] * inv, acc[7] * inv)};
-        *reinterpret_cast<ac_u32x4*>(static_cast<uint16_t*>(p.out) + token * p.out_tok + h * p.out_head + c * 8) = out;
-        if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = ac_weighted(lf) ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
-        continue;
-      }
-      ac_u32x4 packed;
-      packed.x = tiles.pack(acc[0] * inv, acc[1] * inv);
-      packed.y = tiles.pack(acc[2] * inv, acc[3] * inv);
-      packed.z = tiles.pack(acc[4] * inv, acc[5] * inv);
-      packed.w = tiles.pack(acc[6] * inv, acc[7] * inv);
-      *reinterpret_cast<ac_u32x4*>(static_cast<uint16_t*>(p.out) + token * p.out_tok + h * p.out_head + c * 8) = packed;
-      if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = ac_weighted(lf) ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
+      const RowFinish fin = finish_row<true>(mx, l, tiles.sink_s[r], v_scale);
+      // The fp8-cache kernels store in the call's out type (their tiles may be f16 under a bf16 out).
+      store_out<Tile, kKv8, 8>(p, out_index(p, token, h, c * 8), acc, fin.scale);
+      if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = fin.lse;
     }
   }
 };
@@ -303,9 +266,7 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   // 16-bit cache to the generic kernel): the 16-bit tiles keep their registers as they were.
   const float qk_scale = p.scale * ac_qk_descale(p, b, kh), v_scale = kKv8 ? ac_out_factor(p, b, kh) : ac_v_descale(p, b, kh);
   const Sequence seq = sequence_at(p, b);
-  Block a{{p, seq, kh, group, seq.q_len * group, 0, 0, 0,
-           p.block_size > 0 && (p.block_size & (p.block_size - 1)) == 0 ? ac_ffs(p.block_size) - 1 : -1},
-          smem, qk_scale, v_scale};
+  Block a{{p, seq, kh, group, seq.q_len * group, 0, 0, 0, page_shift_of(p)}, smem, qk_scale, v_scale};
   const int32_t m_tiles = (a.rows_total + Block::kBlockM - 1) / Block::kBlockM;
   for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.run(m_tiles - 1 - i, split);
 }

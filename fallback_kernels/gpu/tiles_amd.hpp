@@ -14,7 +14,10 @@
 
 #include "fragment_layouts.hpp"
 #include "kernel_common.hpp"
+#include "kv_rows.hpp"
 #include "mfma_ops.hpp"
+#include "row_finish.hpp"
+#include "row_store.hpp"
 #include "tile_context.hpp"
 
 #if defined(AC_AMD) && AC_HAS_MFMA
@@ -139,24 +142,15 @@ struct AmdTiles {
   AC_MEMBER void fetch(const TileContext& c, int tid, int32_t j0) {
     const KvElem* k = static_cast<const KvElem*>(c.p.k) + c.kh * c.p.k_head;
     const KvElem* v = static_cast<const KvElem*>(c.p.v) + c.kh * c.p.v_head;
+    const auto rows = c.rows<kPaged ? KvLayout::pages : KvLayout::contiguous>();
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int x = tid + i * kThreads, r = x / kChunks, ch = x % kChunks;
       const int32_t j = j0 + r;
       bool ok = j < c.k_end;
-      int64_t koff = 0, voff = 0;
-      if (kPaged) {
-        const int32_t block =
-            ok ? c.p.block_table[c.seq.table_row + (c.page_shift >= 0 ? j >> c.page_shift : j / c.p.block_size) * c.p.bt_col]
-               : -1;
-        ok = ok && block >= 0 && block < c.p.num_blocks;
-        const int32_t slot = c.page_shift >= 0 ? j & (c.p.block_size - 1) : j % c.p.block_size;
-        koff = ok ? static_cast<int64_t>(block) * c.p.k_tok + slot * c.p.k_slot : 0;
-        voff = ok ? static_cast<int64_t>(block) * c.p.v_tok + slot * c.p.v_slot : 0;
-      } else if (ok) {
-        koff = static_cast<int64_t>(c.seq.k_start + j) * c.p.k_tok;
-        voff = static_cast<int64_t>(c.seq.k_start + j) * c.p.v_tok;
-      }
+      const int32_t block = ok ? rows.page(j) : -1;
+      ok = ok && rows.valid(block);
+      const int64_t koff = ok ? rows.k_row(j, block) : 0, voff = ok ? rows.v_row(j, block) : 0;
       kr[i] = ok ? *reinterpret_cast<const Chunk*>(k + koff + ch * 8) : Chunk{};
       vr[i] = ok ? *reinterpret_cast<const Chunk*>(v + voff + ch * 8) : Chunk{};
       row_ok[i] = ok;
@@ -249,20 +243,18 @@ struct AmdTiles {
   }
 
   AC_MEMBER void drain() { ac_sync(); }
-  AC_DEVICE uint32_t pack(float lo, float hi) { return MfmaOps<T>{}.pack2(lo, hi); }
 
-  // Row tiles: this lane's row, finished (sink, normalisation) and stored from registers, 4
-  // consecutive dims per store; or, split, its fp32 partial output and (max, sum).
+  // Row tiles: this lane's row, finished (row_finish.hpp: the sink, the normalisation) and stored
+  // from registers, 4 consecutive dims per store; or, split, its fp32 partial output and (max, sum).
   AC_MEMBER void store_direct(const TileContext& c, Out& o, float m, float l_part, int32_t split, int warp_m, int lane,
                               float v_scale) {
-    constexpr float kLn2 = 0.6931471805599453f;
     const float l = row_sum(l_part);
     const int row = slot_row(warp_m, lane, 0);
     const int32_t flat = c.row0 + row;
     if (flat >= c.rows_total) return;
     const int32_t token = c.seq.q_start + flat / c.group, h = c.kh * c.group + flat % c.group;
     if (c.p.num_splits > 1) {
-      float* dst = c.p.partial_out + ((static_cast<int64_t>(split) * c.p.total_q + token) * c.p.hq + h) * D;
+      float* dst = partial_out_row(c.p, split, token, h, D);
 #pragma unroll
       for (int b = 0; b < kDimBlocks; ++b)
 #pragma unroll
@@ -270,43 +262,17 @@ struct AmdTiles {
           *reinterpret_cast<ac_f32x4*>(dst + Map::out_dim(lane, b * L::kRegs + 4 * g)) =
               ac_f32x4{o.v[b].v[4 * g] * v_scale, o.v[b].v[4 * g + 1] * v_scale, o.v[b].v[4 * g + 2] * v_scale,
                        o.v[b].v[4 * g + 3] * v_scale};
-      if (slot_writer(lane)) {
-        float* ml = c.p.partial_ml + ((static_cast<int64_t>(split) * c.p.total_q + token) * c.p.hq + h) * 2;
-        ml[0] = m == -AC_INFINITY ? -AC_INFINITY : m * kLn2;
-        ml[1] = l;
-      }
+      if (slot_writer(lane)) store_partial_ml<true>(c.p, split, token, h, m, l);
       return;
     }
-    const float sink = sink_s[row];
-    const float mf = fmaxf(m, sink);
-    const float keep = mf == -AC_INFINITY ? 0.f : ac_exp2(m - mf);
-    const float lf = l * keep + (sink == -AC_INFINITY ? 0.f : ac_exp2(sink - mf));
-    const float inv = ac_weighted(lf) ? keep * v_scale / lf : 0.f;
-    if (slot_writer(lane) && c.p.lse) c.p.lse[lse_index(c.p, c.seq, token, h)] = ac_weighted(lf) ? (mf + ac_log2(lf)) * kLn2 : -AC_INFINITY;
-    if constexpr (kKv8) {
-      if (c.p.out_type == AC_DTYPE_E4M3FN || c.p.out_type == AC_DTYPE_E4M3FNUZ) {  // 4 codes per store
-        const bool fnuz = ac_is_fnuz(c.p.out_type);
-        uint8_t* codes = static_cast<uint8_t*>(c.p.out) + token * c.p.out_tok + h * c.p.out_head;
-#pragma unroll
-        for (int b = 0; b < kDimBlocks; ++b)
-#pragma unroll
-          for (int g = 0; g < L::kRegs / 4; ++g) {
-            const float* x = o.v[b].v + 4 * g;
-            *reinterpret_cast<uint32_t*>(codes + Map::out_dim(lane, b * L::kRegs + 4 * g)) =
-                ac_f32x4_to_e4m3(x[0] * inv, x[1] * inv, x[2] * inv, x[3] * inv, fnuz);
-          }
-        return;
-      }
-    }
-    uint16_t* dst = static_cast<uint16_t*>(c.p.out) + token * c.p.out_tok + h * c.p.out_head;
+    const RowFinish fin = finish_row<true>(m, l, sink_s[row], v_scale);
+    if (slot_writer(lane) && c.p.lse) c.p.lse[lse_index(c.p, c.seq, token, h)] = fin.lse;
 #pragma unroll
     for (int b = 0; b < kDimBlocks; ++b)
 #pragma unroll
-      for (int g = 0; g < L::kRegs / 4; ++g) {
-        const float* x = o.v[b].v + 4 * g;
-        *reinterpret_cast<ac_frag16x4*>(dst + Map::out_dim(lane, b * L::kRegs + 4 * g)) =
-            ac_frag16x4{pack(x[0] * inv, x[1] * inv), pack(x[2] * inv, x[3] * inv)};
-      }
+      for (int g = 0; g < L::kRegs / 4; ++g)
+        store_out<T, kKv8, 4>(c.p, out_index(c.p, token, h, Map::out_dim(lane, b * L::kRegs + 4 * g)), o.v[b].v + 4 * g,
+                              fin.scale);
   }
 };
 

@@ -7,6 +7,7 @@
 
 #include "fragment_layouts.hpp"
 #include "kernel_common.hpp"
+#include "kv_rows.hpp"
 #include "matrix_ops.hpp"
 #include "tile_context.hpp"
 #include "warpgroup_ops.hpp"
@@ -40,6 +41,7 @@ struct NvTiles {
   static constexpr bool kWarpgroup = S.warpgroup != 0;
   static_assert(!kWarpgroup || (S.warps_m % 4 == 0 && S.m_tiles == 1 && S.warps_n == 1), "warpgroup shape");
   static constexpr bool kDirectStore = false;  // the epilogue combines the warps in shared memory
+  static constexpr KvLayout kKvLayout = kPaged ? KvLayout::pages : KvLayout::contiguous;
 
   // Fragments: element e of a thread's scores (m-tile, 8-key tile, accumulator element) and of
   // its output (m-tile, 8-column tile, element), and the rows they belong to: a thread holds
@@ -139,11 +141,11 @@ struct NvTiles {
   // of their use so that the copies never wait on the table (-1: past the keys).
   AC_MEMBER void lookup_pages(const TileContext& c, int tid, int32_t j0, int32_t (&pages)[kLoads]) {
     if (!kPaged) return;
-    const int32_t* table = c.p.block_table + c.seq.table_row;
+    const auto rows = c.rows<kKvLayout>();
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int32_t j = j0 + (tid + i * kThreads) / kSlots;
-      pages[i] = j < c.k_end ? table[(c.page_shift >= 0 ? j >> c.page_shift : j / c.p.block_size) * c.p.bt_col] : -1;
+      pages[i] = j < c.k_end ? rows.page(j) : -1;
     }
   }
 
@@ -156,23 +158,15 @@ struct NvTiles {
     const KvElem* v = static_cast<const KvElem*>(c.p.v) + c.kh * c.p.v_head;
     uint16_t* ks = k_s + stage * S.block_n * D;
     uint16_t* vs = v_s + stage * S.block_n * D;
+    const auto rows = c.rows<kKvLayout>();
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int x = tid + i * kThreads, r = x / kSlots, ch = (x % kSlots) * 2;
       const int32_t j = j0 + r;
-      bool ok = j < c.k_end;
-      int64_t koff = 0, voff = 0;
-      if (kPaged) {
-        const int32_t block = pages[i];
-        bad = bad || (ok && (block < 0 || block >= c.p.num_blocks));
-        ok = ok && block >= 0 && block < c.p.num_blocks;
-        const int32_t slot = c.page_shift >= 0 ? j & (c.p.block_size - 1) : j % c.p.block_size;
-        koff = ok ? static_cast<int64_t>(block) * c.p.k_tok + slot * c.p.k_slot : 0;
-        voff = ok ? static_cast<int64_t>(block) * c.p.v_tok + slot * c.p.v_slot : 0;
-      } else if (ok) {
-        koff = static_cast<int64_t>(c.seq.k_start + j) * c.p.k_tok;
-        voff = static_cast<int64_t>(c.seq.k_start + j) * c.p.v_tok;
-      }
+      const bool valid = rows.valid(pages[i]);
+      bad = bad || (j < c.k_end && !valid);
+      const bool ok = j < c.k_end && valid;
+      const int64_t koff = ok ? rows.k_row(j, pages[i]) : 0, voff = ok ? rows.v_row(j, pages[i]) : 0;
       if constexpr (kKv8) {  // the 16 codes into the first of the two 16-byte chunks they become
         ac_copy16_async(ks + swizzle(r, ch, S.block_n), k + koff + ch * 8, ok);
         ac_copy16_async(vs + swizzle(r, ch, S.block_n), v + voff + ch * 8, ok);
@@ -422,7 +416,6 @@ struct NvTiles {
     ac_sync();
   }
 
-  AC_DEVICE uint32_t pack(float lo, float hi) { return MatrixOps<T>{}.pack(lo, hi); }
 };
 
 template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>

@@ -31,6 +31,11 @@
 
 #include "fragment_layouts.hpp"
 #include "kernel_params.h"
+// The kernels' own building blocks, built for the CPU: the block's key range and the row finish
+// (the sink fold) run here as in the kernels.
+#define AC_HOST_MODEL 1
+#include "key_range.hpp"
+#include "row_finish.hpp"
 
 namespace {
 
@@ -188,7 +193,7 @@ Data make_data(const Problem& pb, uint32_t seed) {
   return x;
 }
 
-// Keys query token t sees: [lo, hi), as the kernel's key_lo/key_hi.
+// Keys query token t sees: [lo, hi), for the reference (the tiles use key_range.hpp's).
 int key_lo(const Problem& pb, int t) {
   const int pos = t + pb.k_len - pb.q_len;
   return pb.window_left >= 0 && pos - pb.window_left > 0 ? pos - pb.window_left : 0;
@@ -249,14 +254,15 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
     float m = -INFINITY, l = 0.f;
   };
   std::vector<std::vector<Partial>> partials(rows_total, std::vector<Partial>(pb.splits));
+  ac_attention_params p{};
+  p.causal = pb.causal, p.window_left = pb.window_left, p.window_right = -1;
+  const KeyRange range{p, pb.q_len, pb.k_len};
   for (int row0 = 0; row0 < rows_total; row0 += kBlockM)
   for (int split = 0; split < pb.splits; ++split) {
     const int last_row = std::min(row0 + kBlockM, rows_total) - 1;
-    const int lo = key_lo(pb, row0 / pb.group), hi_all = std::max(key_hi(pb, last_row / pb.group), lo);
-    // The kernel's cut into splits of whole tiles.
-    const int n_all = (hi_all - lo + S.block_n - 1) / S.block_n, per_split = (n_all + pb.splits - 1) / pb.splits;
-    const int k_begin = lo + split * per_split * S.block_n;
-    const int k_end = std::min(hi_all, k_begin + per_split * S.block_n);
+    // The kernel's keys for the block, cut into splits of whole tiles.
+    const KeySpan keys = block_keys(range, row0 / pb.group, last_row / pb.group, split, pb.splits, S.block_n);
+    const int k_begin = keys.begin, k_end = keys.end;
     const int n_tiles = k_begin < k_end ? (k_end - k_begin + S.block_n - 1) / S.block_n : 0;
     struct Wave {
       Operand q[kKSteps];
@@ -318,7 +324,7 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
         for (int lane = 0; lane < 64; ++lane) {
           const int flat = row0 + Map::row(warp_m, lane);
           const int t = flat / pb.group;
-          const int rlo = flat < rows_total ? key_lo(pb, t) : 0, rhi = flat < rows_total ? key_hi(pb, t) : 0;
+          const int rlo = flat < rows_total ? range.lo(t) : 0, rhi = flat < rows_total ? range.hi(t) : 0;
           for (int e = 0; e < kElems; ++e) {
             const int key = Map::score_key(warp_n, lane, e), j = j0 + key;
             if (!(j < k_end && valid[key]) || j < rlo || j >= rhi) score(lane, e) = -INFINITY;
@@ -363,16 +369,14 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
         if (flat >= rows_total) continue;
         float mx = -INFINITY;
         for (int wn = 0; wn < S.warps_n; ++wn) mx = std::max(mx, waves[wn * S.warps_m + warp_m].m_run[lane]);
-        const float sink = pb.splits > 1 ? -INFINITY : x.sinks[flat % pb.group] * kLog2e;  // split: at the merge
-        const float mf = pb.splits > 1 ? mx : std::max(mx, sink);
-        float lf = 0.f;
+        float lf = 0.f;  // the row's sum over the waves, rescaled to mx
         std::vector<float> acc(D, 0.f);
         std::vector<bool> held(D, false);  // the dims this lane holds of its row
         for (int e = 0; e < kDimBlocks * L::kRegs; ++e) held[Map::out_dim(lane, e)] = true;
         for (int wn = 0; wn < S.warps_n; ++wn) {
           const Wave& wv = waves[wn * S.warps_m + warp_m];
           if (wv.m_run[lane] == -INFINITY) continue;
-          const float f = std::exp2(wv.m_run[lane] - mf);
+          const float f = std::exp2(wv.m_run[lane] - mx);
           lf += l_sum[wn][lane] * f;
           for (int e = 0; e < kDimBlocks * L::kRegs; ++e) {
             const int dim = Map::out_dim(lane, e);
@@ -383,8 +387,7 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
             acc[dim] += wv.o[e / L::kRegs][lane][e % L::kRegs] * f;
           }
         }
-        lf += sink == -INFINITY ? 0.f : std::exp2(sink - mf);
-        if (pb.splits > 1) {  // partial output: this lane's dims, unnormalised, with (max, sum)
+        if (pb.splits > 1) {  // partial output: this lane's dims, unnormalised, with (max, sum); the sink at the merge
           Partial& part = partials[flat][split];
           if (part.o.empty()) part.o.assign(D, NAN);
           for (int c = 0; c < D; ++c)
@@ -392,29 +395,30 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
           part.m = mx, part.l = lf;
           continue;
         }
+        const RowFinish fin = finish_row<true>(mx, lf, x.sinks[flat % pb.group] * kLog2e, 1.f);
         for (int c = 0; c < D; ++c) {
           if (!held[c]) continue;
           float& o = out[static_cast<size_t>(flat) * D + c];
           EXPECT_TRUE(std::isnan(o)) << "row " << flat << " dim " << c << " stored by two lanes";
-          o = lf > 0 ? r16(acc[c] / lf) : 0.f;
+          o = r16(acc[c] * fin.scale);
         }
       }
     }
   }
-  if (pb.splits > 1)  // the merge: the splits' partials rescaled to one max, the sink entered once
+  if (pb.splits > 1)  // the merge: the splits' partials rescaled to one max, then the sink entered once
     for (int flat = 0; flat < rows_total; ++flat) {
-      const float sink = x.sinks[flat % pb.group] * kLog2e;
-      float mf = sink;
-      for (const auto& part : partials[flat]) mf = std::max(mf, part.m);
-      float lf = sink == -INFINITY || mf == -INFINITY ? 0.f : std::exp2(sink - mf);
+      float mx = -INFINITY;
+      for (const auto& part : partials[flat]) mx = std::max(mx, part.m);
+      float lf = 0.f;
       std::vector<float> acc(D, 0.f);
       for (const auto& part : partials[flat]) {
         if (part.m == -INFINITY) continue;
-        const float f = std::exp2(part.m - mf);
+        const float f = std::exp2(part.m - mx);
         lf += part.l * f;
         for (int c = 0; c < D; ++c) acc[c] += part.o[c] * f;
       }
-      for (int c = 0; c < D; ++c) out[static_cast<size_t>(flat) * D + c] = lf > 0 ? r16(acc[c] / lf) : 0.f;
+      const RowFinish fin = finish_row<true>(mx, lf, x.sinks[flat % pb.group] * kLog2e, 1.f);
+      for (int c = 0; c < D; ++c) out[static_cast<size_t>(flat) * D + c] = r16(acc[c] * fin.scale);
     }
   return out;
 }

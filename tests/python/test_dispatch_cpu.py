@@ -171,6 +171,20 @@ def test_merge_attn_states_bad_inputs():
     assert info.value.argument == "sinks"
 
 
+def test_merge_attn_states_nan_lse_reaches_the_output_as_nan():
+    # A part whose keys held a NaN has a NaN LSE: the merged rows and LSE are NaN (as the attention
+    # kernels keep NaN), not a zero row; the other rows are untouched by it.
+    x = RNG.standard_normal((3, 2, 8)).astype(np.float32)
+    lse = RNG.standard_normal((2, 3)).astype(np.float32)
+    bad = lse.copy()
+    bad[1, 2] = np.nan
+    out, out_lse = np.zeros_like(x), np.zeros((2, 3), np.float32)
+    aiter_compat.merge_attn_states(out, x, bad, x, lse, output_lse=out_lse, sinks=np.zeros(2, np.float32))
+    assert np.isnan(out[2, 1]).all() and np.isnan(out_lse[1, 2])
+    assert np.isfinite(np.delete(out.reshape(6, 8), 5, axis=0)).all()
+    assert np.isfinite(np.delete(out_lse.ravel(), 5)).all()
+
+
 def sinks_in(dtype, values):
     """The same sink logits in `dtype` (as engines pass them), and the float64 values it holds."""
     if dtype == "bfloat16":

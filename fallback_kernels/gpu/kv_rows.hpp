@@ -1,0 +1,76 @@
+// Where each key of a sequence is, for every kernel on both vendors: the element offsets of its K
+// and V rows (KV head 0, channel 0), and whether they may be read. One implementation per cache
+// layout the project takes:
+//   contiguous   varlen and batch keys: token j at (k_start + j) k_tok (vLLM's packed K/V views
+//                too: their token and head strides are free);
+//   pages        NHD pages [blocks, block_size, Hk, D] of any block size (the 3-D token pool is
+//                size 1): block-table entry j / block_size, slot j % block_size;
+//   split_pages  AITer's 5-D caches and pa_decode_gluon's value cache: the same pages, the slot
+//                dimension split in x-wide chunks (kernel_params.h, ac_split).
+// A sequence's page table is a row of block_table or its CSR run of kv_page_indices: entries from
+// table_row, bt_col apart. A loader that fetches a tile ahead reads the tile's pages first
+// (page()) and places its rows when they are needed (at()). An entry outside the cache is not ok:
+// nothing is read for its keys, which the kernels mask. Model: FlashAttention's hopper/paged_kv.h.
+// Also built for the host model (AC_HOST_MODEL: tests/cpp/kernel_blocks_test.cpp).
+#pragma once
+
+#include "kernel_params.h"
+#include "portability.hpp"
+
+namespace {
+
+// An index over a dimension split in two (kernel_params.h: the 5-D caches' x-wide chunks).
+AC_INLINE AC_DEVICE int64_t ac_split(int64_t i, int32_t x, int64_t outer, int64_t inner) { return i / x * outer + i % x * inner; }
+
+enum class KvLayout : uint8_t { contiguous, pages, split_pages };
+
+struct KvRow {
+  int64_t k, v;  // element offsets of the K and V rows; 0 where not ok
+  bool ok;
+};
+
+// log2 of the block size when it is a power of two (the page of key j is then j >> shift), else -1.
+AC_INLINE AC_DEVICE int32_t page_shift_of(const ac_attention_params& p) {
+  return p.block_size > 0 && (p.block_size & (p.block_size - 1)) == 0 ? ac_ffs(p.block_size) - 1 : -1;
+}
+
+template <KvLayout L>
+struct KvRows {
+  const ac_attention_params& p;
+  int64_t table_row;   // pages: the sequence's first page-table entry
+  int32_t k_start;     // contiguous: the sequence's first key token
+  int32_t page_shift;  // page_shift_of(p)
+
+  // The page-table entry holding key j (read ahead of the rows by the loaders that prefetch).
+  AC_INLINE AC_MEMBER int32_t page(int32_t j) const {
+    if constexpr (L == KvLayout::contiguous) return 0;
+    else return p.block_table[table_row + (page_shift >= 0 ? j >> page_shift : j / p.block_size) * p.bt_col];
+  }
+  // Whether a page-table entry is inside the cache (its keys may be read).
+  AC_INLINE AC_MEMBER bool valid(int32_t block) const {
+    if constexpr (L == KvLayout::contiguous) return true;
+    else return block >= 0 && block < p.num_blocks;
+  }
+  // Key j's K and V rows, on page `block` (its entry, already read), for callers that check
+  // valid() themselves and zero the offsets of keys they skip (the AMD loaders: see decode_block).
+  AC_INLINE AC_MEMBER int64_t k_row(int32_t j, int32_t block) const {
+    if constexpr (L == KvLayout::contiguous) return static_cast<int64_t>(k_start + j) * p.k_tok;
+    else if constexpr (L == KvLayout::split_pages) return block * p.k_tok + ac_split(slot(j), p.k_slot_x, p.k_slot, p.k_slot_in);
+    else return static_cast<int64_t>(block) * p.k_tok + slot(j) * p.k_slot;
+  }
+  AC_INLINE AC_MEMBER int64_t v_row(int32_t j, int32_t block) const {
+    if constexpr (L == KvLayout::contiguous) return static_cast<int64_t>(k_start + j) * p.v_tok;
+    else if constexpr (L == KvLayout::split_pages) return block * p.v_tok + ac_split(slot(j), p.v_slot_x, p.v_slot, p.v_slot_in);
+    else return static_cast<int64_t>(block) * p.v_tok + slot(j) * p.v_slot;
+  }
+  // Both, and whether they may be read.
+  AC_INLINE AC_MEMBER KvRow at(int32_t j, int32_t block) const {
+    const bool ok = valid(block);
+    return {ok ? k_row(j, block) : 0, ok ? v_row(j, block) : 0, ok};
+  }
+  AC_INLINE AC_MEMBER KvRow at(int32_t j) const { return at(j, page(j)); }
+
+  AC_INLINE AC_MEMBER int32_t slot(int32_t j) const { return page_shift >= 0 ? j & (p.block_size - 1) : j % p.block_size; }
+};
+
+}  // namespace

@@ -1,0 +1,180 @@
+// The kernels' shared building blocks, built for the CPU (AC_HOST_MODEL) from the same source the
+// GPU kernels use: the key range and its splits (key_range.hpp), the page addresser for every
+// cache layout (kv_rows.hpp, against the host's own reading of each layout, cache_address), and
+// the row finish with its one sink fold (row_finish.hpp, against the definition in double).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "aiter_compat/shim/attention_args.hpp"
+#include "test_seed.hpp"
+#define AC_HOST_MODEL 1
+#include "key_range.hpp"
+#include "kv_rows.hpp"
+#include "row_finish.hpp"
+
+using namespace aiter_compat;
+
+namespace {
+
+ac_attention_params mask_params(bool causal, int window_left, int window_right) {
+  ac_attention_params p{};
+  p.causal = causal, p.window_left = window_left, p.window_right = window_right;
+  return p;
+}
+
+// Which keys query t (of q_len, over k_len keys) sees, from the definition: bottom-right
+// aligned positions, the causal and window limits.
+bool sees(const ac_attention_params& p, int q_len, int k_len, int t, int j) {
+  const int pos = t + k_len - q_len;
+  if (j < 0 || j >= k_len) return false;
+  if (p.causal && j > pos) return false;
+  if (p.window_left >= 0 && j < pos - p.window_left) return false;
+  if (p.window_right >= 0 && j > pos + p.window_right) return false;
+  return true;
+}
+
+}  // namespace
+
+// Every row's keys are inside the block's, the splits cut them at whole tiles without overlap or
+// gap, and no row masks a key of the unmasked span: over random lengths, masks, rows and splits.
+TEST(KernelBlocks, KeyRangeSplitsAndUnmaskedSpanAgreeWithTheDefinition) {
+  std::mt19937 rng(testing_support::test_seed());
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int k_len = std::uniform_int_distribution<int>(0, 300)(rng);
+    const int q_len = std::uniform_int_distribution<int>(1, 80)(rng);
+    const ac_attention_params p = mask_params(rng() % 2, static_cast<int>(rng() % 3) - 1 + (rng() % 2) * 40,
+                                              rng() % 3 ? -1 : static_cast<int>(rng() % 20));
+    const KeyRange range{p, q_len, k_len};
+    const int t_first = std::uniform_int_distribution<int>(0, q_len - 1)(rng);
+    const int t_last = std::uniform_int_distribution<int>(t_first, q_len - 1)(rng);
+    const int tile = (rng() % 2) ? 1 : 64, splits = std::uniform_int_distribution<int>(1, 9)(rng);
+    SCOPED_TRACE("k_len " + std::to_string(k_len) + " q_len " + std::to_string(q_len) + " rows " +
+                 std::to_string(t_first) + ".." + std::to_string(t_last) + " tile " + std::to_string(tile) +
+                 " splits " + std::to_string(splits) + " causal " + std::to_string(p.causal) + " window " +
+                 std::to_string(p.window_left) + "," + std::to_string(p.window_right));
+    for (int t = t_first; t <= t_last; ++t)
+      for (int j = -1; j <= k_len; ++j)
+        ASSERT_EQ(j >= range.lo(t) && j < range.hi(t), sees(p, q_len, k_len, t, j)) << "row " << t << " key " << j;
+    std::vector<int> covered(static_cast<size_t>(k_len) + 1, 0);
+    int next = range.lo(t_first);
+    for (int s = 0; s < splits; ++s) {
+      const KeySpan span = block_keys(range, t_first, t_last, s, splits, tile);
+      if (span.begin >= span.end) continue;
+      ASSERT_EQ(span.begin, next) << "split " << s << " starts past a gap or inside the previous one";
+      ASSERT_EQ((span.begin - range.lo(t_first)) % tile, 0) << "split " << s << " starts inside a tile";
+      for (int j = span.begin; j < span.end; ++j) ++covered[static_cast<size_t>(j)];
+      next = span.end;
+    }
+    for (int t = t_first; t <= t_last; ++t)
+      for (int j = 0; j < k_len; ++j)
+        if (sees(p, q_len, k_len, t, j)) {
+          ASSERT_EQ(covered[static_cast<size_t>(j)], 1) << "row " << t << " key " << j;
+        }
+    const int end = block_keys(range, t_first, t_last, splits - 1, splits, tile).end;
+    const KeySpan unmasked = unmasked_keys(range, t_first, t_last, std::max(end, next));
+    for (int t = t_first; t <= t_last; ++t)
+      for (int j = unmasked.begin; j < unmasked.end; ++j) ASSERT_TRUE(sees(p, q_len, k_len, t, j)) << "row " << t << " key " << j;
+  }
+}
+
+// The row finish against out = acc e^(m) / (l e^(m) + e^(sink)), lse = log(l e^m + e^sink), in
+// both units, with and without a sink, for empty rows and NaN sums.
+TEST(KernelBlocks, RowFinishEntersTheSinkOnceInBothUnits) {
+  std::mt19937 rng(testing_support::test_seed());
+  std::normal_distribution<double> n(0.0, 3.0);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const double m = n(rng), sink = trial % 4 == 0 ? -INFINITY : n(rng), factor = 0.5 + (trial % 3);
+    const double l = std::exp(n(rng) / 3) * (1 + trial % 7);
+    const double total = l * std::exp(m) + (std::isinf(sink) ? 0.0 : std::exp(sink));
+    const double want_scale = std::exp(m) * factor / total, want_lse = std::log(total);
+    const RowFinish nat = finish_row<false>(static_cast<float>(m), static_cast<float>(l), static_cast<float>(sink),
+                                            static_cast<float>(factor));
+    const double log2e = 1.4426950408889634;
+    const RowFinish b2 = finish_row<true>(static_cast<float>(m * log2e), static_cast<float>(l),
+                                          static_cast<float>(sink * log2e), static_cast<float>(factor));
+    for (const RowFinish& f : {nat, b2}) {
+      EXPECT_NEAR(f.scale, want_scale, 2e-5 * want_scale + 1e-30);
+      EXPECT_NEAR(f.lse, want_lse, 2e-5 * (1 + std::abs(want_lse)));
+    }
+  }
+  // No key and no sink: zero output, LSE -inf; no key but a sink: zero output, LSE the sink.
+  EXPECT_EQ(finish_row<false>(-INFINITY, 0.f, -INFINITY, 1.f).scale, 0.f);
+  EXPECT_EQ(finish_row<false>(-INFINITY, 0.f, -INFINITY, 1.f).lse, -INFINITY);
+  EXPECT_EQ(finish_row<true>(-INFINITY, 0.f, 2.f, 1.f).scale, 0.f);
+  EXPECT_FLOAT_EQ(finish_row<true>(-INFINITY, 0.f, 2.f, 1.f).lse, 2.f * 0.6931471805599453f);
+  // A NaN among the keys (its sum NaN) stays NaN, as in AITer's kernels.
+  EXPECT_TRUE(std::isnan(finish_row<false>(1.f, NAN, 0.5f, 1.f).scale));
+  EXPECT_TRUE(std::isnan(finish_row<true>(1.f, NAN, -INFINITY, 1.f).lse));
+}
+
+namespace {
+
+// A cache view of `layout` over a buffer, for cache_address (the host's reading of the layout).
+TensorView cache_view(CacheLayout layout, int64_t blocks, int64_t bs, int64_t hk, int64_t d, int64_t x) {
+  TensorView t;
+  t.dtype = DType::bf16;
+  std::vector<int64_t> shape;
+  switch (layout) {
+    case CacheLayout::rows: shape = {blocks, bs, hk, d}; break;
+    case CacheLayout::vectorized_k: shape = {blocks, hk, d / x, bs, x}; break;
+    case CacheLayout::vectorized_v: shape = {blocks, hk, bs / x, d, x}; break;
+    case CacheLayout::dim_major_v: shape = {blocks, hk, d, bs}; break;
+  }
+  t.ndim = static_cast<int>(shape.size());
+  int64_t stride = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) t.shape[i] = shape[static_cast<size_t>(i)], t.strides[i] = stride, stride *= t.shape[i];
+  return t;
+}
+
+}  // namespace
+
+// Key j of a paged sequence at the element the host's reading of the layout names, for NHD pages
+// (power-of-two and other block sizes) and AITer's split layouts; an entry outside the cache
+// reads nothing; contiguous keys one token stride apart from the sequence's first.
+TEST(KernelBlocks, PageAddresserFindsEveryKeyOfEveryLayout) {
+  struct Case {
+    CacheLayout k_layout, v_layout;
+    int64_t bs, x;
+  };
+  for (const Case c : {Case{CacheLayout::rows, CacheLayout::rows, 16, 1}, Case{CacheLayout::rows, CacheLayout::rows, 12, 1},
+                       Case{CacheLayout::vectorized_k, CacheLayout::vectorized_v, 16, 8},
+                       Case{CacheLayout::vectorized_k, CacheLayout::dim_major_v, 32, 8}}) {
+    const int64_t blocks = 9, hk = 2, d = 64;
+    const TensorView kt = cache_view(c.k_layout, blocks, c.bs, hk, d, c.x), vt = cache_view(c.v_layout, blocks, c.bs, hk, d, c.x);
+    const CacheAddress ka = cache_address(kt, c.k_layout), va = cache_address(vt, c.v_layout);
+    std::vector<int32_t> table = {3, 0, 7, 12, 5, -1, 2};  // 12 and -1: outside the cache
+    ac_attention_params p{};
+    p.block_table = table.data();
+    p.bt_col = 1;
+    p.block_size = static_cast<int32_t>(c.bs);
+    p.num_blocks = static_cast<int32_t>(blocks);
+    p.k_tok = ka.block, p.v_tok = va.block;
+    const bool split = c.k_layout != CacheLayout::rows;
+    if (split) {
+      p.k_slot = ka.slot, p.k_slot_in = ka.slot_in, p.k_slot_x = ka.slot_x;
+      p.v_slot = va.slot, p.v_slot_in = va.slot_in, p.v_slot_x = va.slot_x;
+    } else {
+      p.k_slot = ka.slot_in, p.v_slot = va.slot_in;
+    }
+    const int32_t shift = page_shift_of(p);
+    EXPECT_EQ(shift, c.bs == 16 ? 4 : c.bs == 32 ? 5 : -1);
+    for (int32_t j = 0; j < static_cast<int32_t>(table.size() * c.bs); ++j) {
+      const int32_t block = table[static_cast<size_t>(j / c.bs)];
+      const KvRow r = split ? KvRows<KvLayout::split_pages>{p, 0, 0, shift}.at(j) : KvRows<KvLayout::pages>{p, 0, 0, shift}.at(j);
+      const bool inside = block >= 0 && block < blocks;
+      ASSERT_EQ(r.ok, inside) << "key " << j;
+      if (!inside) continue;
+      EXPECT_EQ(r.k, block * ka.block + ka.slot_offset(j % c.bs)) << "key " << j;
+      EXPECT_EQ(r.v, block * va.block + va.slot_offset(j % c.bs)) << "key " << j;
+    }
+  }
+  ac_attention_params p{};
+  p.k_tok = 24, p.v_tok = 40;  // packed K/V views: token strides of their own
+  const KvRow r = KvRows<KvLayout::contiguous>{p, 0, 5, -1}.at(3);
+  EXPECT_TRUE(r.ok);
+  EXPECT_EQ(r.k, 8 * 24);
+  EXPECT_EQ(r.v, 8 * 40);
+}
