@@ -22,7 +22,7 @@ echo "== bounded fuzzing, ${FUZZ_SECONDS}s per target"
 work=$(mktemp -d)
 mkdir -p "$work/elf-seeds"
 cp build-asan/tests/libfixture_module_*.so "$work/elf-seeds/"
-for target in fuzz_matrix fuzz_elf fuzz_capi_varlen fuzz_static_probe; do
+for target in fuzz_matrix fuzz_elf fuzz_capi_varlen fuzz_capi_batch_prefill fuzz_static_probe; do
   mkdir -p "$work/$target"
   seeds=(tests/fuzz/corpus/$target)
   [ "$target" = fuzz_elf ] && seeds+=("$work/elf-seeds")

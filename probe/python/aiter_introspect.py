@@ -246,6 +246,16 @@ def _static_ops(sources, specs, phases):
         if op["located_by"] == "known path":
             op["exported"] = reading.exported(sources, op["module"], reading.function_of(spec))
     phases.done("exports")
+    # An entry point is only as importable as the packages above its module: a syntax error in
+    # aiter/__init__.py fails every `import aiter...`, and with it every entry point.
+    for spec in specs:
+        op = ops[spec["name"]]
+        if op["present"]:
+            err = sources.import_error(op["module"])
+            if err:
+                op["import_error"] = err
+                op["errors"].append(err)
+    phases.done("import paths")
     return ops
 
 

@@ -4,13 +4,18 @@
 #
 # Only files that can matter are read: the known modules of each entry point, and (name_search.py)
 # files whose text names it. A file whose text does not contain the name cannot bind it, so it
-# is not parsed.
+# is not parsed. Each module read, and each package above an entry point's module, is compiled
+# as an import would compile it (or its valid __pycache__ file read, as an import would), so
+# that a module that cannot be imported is never described as if it could.
 #
 # Nodes come from _ast (what `ast` re-exports) and trees from compile(): importing `ast` itself
 # (contextlib, enum, ...) costs a fifth of a probe; it is imported only for what _ast lacks
 # (literal_eval and unparse of an unusual default or decorator).
 import _ast
+import _imp
+import marshal
 import os
+import sys
 
 
 def error_of(where, exc):
@@ -143,28 +148,64 @@ def _past_brackets(code, pos, end, stop):
         at = i + 1
 
 
-def _bindings_agree(tree, table, words):
-    """Whether statements parsed one by one tell the same as the compiler's symbol table about
-    each word: the same top-level functions of that name at the same lines, and an import
-    binding it exactly when the table says one does. A disagreement means the statements were
-    cut wrong, and the file is parsed whole instead."""
-    import _symtable
+_CODE = type(compile("", "", "exec"))
+_CO_NEWLOCALS = 0x2  # a function's code (a class body's has its own namespace, not new locals)
+
+
+def _bindings_agree(tree, code, words):
+    """Whether statements parsed one by one tell the same as the module's compiled code about
+    each word: the same top-level functions of that name starting at the same lines (a function's
+    code starts at its first decorator), and no import binding it that the code never names. A
+    disagreement means the statements were cut wrong, and the file is parsed whole instead. (An
+    import is in the parts whenever it is in the file: its text names the word, so its statement
+    is taken; a cut through it would not parse.)"""
+    functions = [c for c in code.co_consts if isinstance(c, _CODE) and c.co_flags & _CO_NEWLOCALS]
     for word in words:
-        table_defs = {c.lineno for c in table.children if c.name == word and c.type == _symtable.TYPE_FUNCTION}
+        code_defs = {c.co_firstlineno for c in functions if c.co_name == word}
         tree_defs, imported = set(), False
         for node in module_level(tree.body):
             if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)) and node.name == word:
-                tree_defs.add(node.lineno)
+                tree_defs.add(min([node.lineno] + [d.lineno for d in node.decorator_list]))
             elif isinstance(node, (_ast.Import, _ast.ImportFrom)):
                 imported = imported or any((al.asname or al.name.split(".")[0]) == word for al in node.names)
-        if table_defs != tree_defs or imported != bool(table.symbols.get(word, 0) & _symtable.DEF_IMPORT):
+        if code_defs != tree_defs or (imported and word not in code.co_names):
             return False
     return True
 
 
+def _cached_code(path, data):
+    """The code an import of path would load from its __pycache__ file rather than compile (the
+    cached file checked as importlib checks it: this interpreter's magic number, then the
+    source's mtime and size, or its hash), or None. Reading it costs a fraction of compiling a
+    large module, and an install's files are usually cached (pip compiles them)."""
+    try:
+        ext = sys.modules["_frozen_importlib_external"]  # importlib's own checks, loaded at start-up
+        with open(ext.cache_from_source(path), "rb") as f:
+            cached = f.read()
+        flags = ext._classify_pyc(cached, path, {})
+        if flags & 0b1:
+            if _imp.check_hash_based_pycs != "never" and (flags & 0b10 or _imp.check_hash_based_pycs == "always"):
+                ext._validate_hash_pyc(cached, _imp.source_hash(ext._RAW_MAGIC_NUMBER, data), path, {})
+        else:
+            st = os.stat(path)
+            ext._validate_timestamp_pyc(cached, int(st.st_mtime), st.st_size, path, {})
+        code = marshal.loads(memoryview(cached)[16:])
+        return code if isinstance(code, _CODE) else None
+    except Exception:  # no cached file, a stale or foreign one, an interpreter without caching
+        return None
+
+
+def compile_as_import(data, path):
+    """The module's code as an import makes it from source (importlib's source_to_code): every
+    error that import would raise before running the module is raised here, those the parser
+    sees and those only code generation sees ('return' outside a function, a late __future__
+    import, too many nested blocks)."""
+    return compile(data, path, "exec", dont_inherit=True)
+
+
 class Sources:
-    """The package's source files by module name; each read once. A module is checked whole by
-    the compiler (a syntax error anywhere makes it unimportable), but only its top-level
+    """The package's source files by module name; each read once. A module is compiled whole as
+    an import compiles it (an error anywhere makes it unimportable), but only its top-level
     statements that mention a word asked for are turned into an AST: building the AST of
     aiter/ops/mha.py (140 kB) took most of a probe's time, and the entry points are a few
     statements in it."""
@@ -173,7 +214,8 @@ class Sources:
         self.pkg = pkg
         self.base = os.path.dirname(pkg)
         self.texts = {}
-        self.shapes = {}  # module -> ("error", err) | ("whole", tree) | ("parts", table, statements, parsed)
+        self.codes = {}   # module -> (code, None) | (None, error) | (None, None): no such file
+        self.shapes = {}  # module -> ("error", err) | ("whole", tree) | ("parts", code, statements, parsed)
 
     def path_of(self, module):
         rel = module.replace(".", os.sep)
@@ -206,26 +248,54 @@ class Sources:
         data, _ = self.text(module)
         return data is not None and word.encode() in data
 
+    def compiled(self, module):
+        """(code, None), (None, error), or (None, None) where the module has no file; once per
+        module. The code is what an import would run: the cached file's when it is valid for
+        the source, else the source compiled."""
+        if module not in self.codes:
+            data, err = self.text(module)
+            if data is None:
+                self.codes[module] = (None, err)
+            else:
+                path = self.path_of(module)
+                code = _cached_code(path, data)
+                try:
+                    self.codes[module] = (code or compile_as_import(data, path), None)
+                except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
+                    self.codes[module] = (None, error_of(path, exc))
+        return self.codes[module]
+
+    def import_error(self, module):
+        """The first package of module's import path (aiter, aiter.ops, ...) whose __init__.py does
+        not compile, as {where, error}: importing module runs those files first, so it fails
+        there. None when they all compile (the module's own file is read, and so compiled, by
+        whoever asks this)."""
+        parts = module.split(".")
+        for i in range(1, len(parts)):
+            package = ".".join(parts[:i])
+            path = self.path_of(package)
+            if path is None or os.path.basename(path) != "__init__.py":
+                continue  # a namespace package runs no file
+            _, err = self.compiled(package)
+            if err:
+                return {"where": err["where"], "error": f"{err['error']}; importing {module} runs this file first"}
+        return None
+
     def _shape(self, module, data):
         if module not in self.shapes:
-            path = self.path_of(module)
-            try:
-                import _symtable  # the compiler's own check, without building an AST
-                table = _symtable.symtable(data, path, "exec")
-            except (SyntaxError, ValueError) as exc:
-                self.shapes[module] = ("error", error_of(path, exc))
+            code, err = self.compiled(module)
+            if err:
+                self.shapes[module] = ("error", err)
                 return self.shapes[module]
-            except (ImportError, AttributeError, TypeError):
-                table = None
             # Statements are cut from UTF-8 text only (a coding cookie of another encoding
             # would be lost with the first lines).
-            if table is None or _declares_other_encoding(data):
+            if _declares_other_encoding(data):
                 try:
-                    self.shapes[module] = ("whole", parse(data, path))
+                    self.shapes[module] = ("whole", parse(data, self.path_of(module)))
                 except (SyntaxError, ValueError) as exc:
-                    self.shapes[module] = ("error", error_of(path, exc))
+                    self.shapes[module] = ("error", error_of(self.path_of(module), exc))
             else:
-                self.shapes[module] = ("parts", table, top_level_statements(data), {})
+                self.shapes[module] = ("parts", code, top_level_statements(data), {})
         return self.shapes[module]
 
     def tree(self, module, words):
@@ -239,7 +309,7 @@ class Sources:
             return None, shape[1]
         if shape[0] == "whole":
             return shape[1], None
-        _, table, (code, statements), parsed = shape
+        _, compiled, (code, statements), parsed = shape
         keys = [w.encode() for w in words]
         body = []
         try:
@@ -253,11 +323,11 @@ class Sources:
                     parsed[i] = parse(text, self.path_of(module)).body
                 body.extend(parsed[i])
             tree = _ast.Module(body=body, type_ignores=[])
-            if _bindings_agree(tree, table, words):
+            if _bindings_agree(tree, compiled, words):
                 return tree, None
         except (SyntaxError, ValueError):
             pass
-        whole = parse(data, self.path_of(module))  # compiles: the symbol table said so
+        whole = parse(data, self.path_of(module))  # parses: it compiled
         self.shapes[module] = ("whole", whole)
         return whole, None
 
@@ -466,7 +536,7 @@ def function_of(spec):
 
 def empty_op():
     return {"present": False, "module": None, "params": None, "decorators": [], "import_paths": {},
-            "exported": False, "errors": [], "notes": [], "located_by": None}
+            "exported": False, "errors": [], "notes": [], "located_by": None, "import_error": None}
 
 
 def read_known_paths(sources, spec):

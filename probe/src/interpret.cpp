@@ -42,6 +42,7 @@ OpReport interpret_op(const std::string& name, const OpReading& reading, Channel
   op.read_by = to_string(channel);
   op.notes = reading.notes;
   op.errors = reading.errors;
+  op.import_error = reading.import_error;
   const OpSpec* spec = find_op(name);
 
   if (!reading.present) {
@@ -81,6 +82,11 @@ OpReport interpret_op(const std::string& name, const OpReading& reading, Channel
   if (compile_ops && channel == Channel::static_ast)
     op.notes.push_back("@compile_ops may rewrite the signature from the built module on first call; "
                        "--live reads what is really bound");
+  // Defined, but its import fails first: nothing it takes can be relied on.
+  if (op.import_error) {
+    op.sinks = op.q_scales = Support::unknown;
+    op.sinks_reason = "cannot be imported: " + op.import_error->where + ": " + op.import_error->error;
+  }
   return op;
 }
 

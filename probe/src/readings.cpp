@@ -59,6 +59,8 @@ OpReading op_reading(const json& j) {
   op.located_by = str(j, "located_by");
   op.errors = errors(j);
   op.notes = strings(j, "notes");
+  if (auto it = j.find("import_error"); it != j.end() && it->is_object())
+    op.import_error = ProbeError{str(*it, "where"), str(*it, "error")};
   return op;
 }
 

@@ -34,7 +34,9 @@ json op_json(const OpReport& op) {
             {"import_paths", op.import_paths},
             {"read_by", op.read_by},
             {"notes", op.notes},
-            {"errors", errors_json(op.errors)}};
+            {"errors", errors_json(op.errors)},
+            {"import_error", op.import_error ? json{{"where", op.import_error->where}, {"error", op.import_error->error}}
+                                             : json(nullptr)}};
   return j;
 }
 

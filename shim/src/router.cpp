@@ -30,6 +30,13 @@ std::string dtype_word(DType t) {
   }
 }
 
+bool sets_any(const std::vector<std::string>& names, const CallFeatures& f) {
+  const OpSignature& sig = signature(f.op);
+  for (const auto& n : names)
+    if (int i = sig.index_of(n); i >= 0 && ((f.nondefault >> i) & 1u)) return true;
+  return false;
+}
+
 // Evaluates a quirk's call conditions. A key this code does not know counts as met: for quirks
 // that refuse a route, assuming the worst is the safe reading.
 bool when_matches(const std::map<std::string, std::vector<std::string>>& when, const CallFeatures& f) {
@@ -60,6 +67,8 @@ bool when_matches(const std::map<std::string, std::vector<std::string>>& when, c
     else if (key == "query_length_over") ok = !values.empty() && f.query_length > std::atoi(values[0].c_str());
     else if (key == "query_rows_over")
       ok = !values.empty() && f.kv_heads > 0 && f.query_length * (f.q_heads / f.kv_heads) > std::atoi(values[0].c_str());
+    // The call sets one of these parameters (by the op's own names) to other than its neutral value.
+    else if (key == "params_set") ok = sets_any(values, f);
     if (!ok) return false;
   }
   return true;
@@ -163,7 +172,8 @@ Capabilities Capabilities::from_report(const ProbeReport& report, const CompatMa
   if (auto it = report.channels.find("live"); it != report.channels.end() && it->second.import_error)
     c.aiter_problem = "import aiter failed: " + it->second.import_error->error;
   for (const auto& op : report.ops)
-    c.entries[op.name] = {op.present, op.module, op.param_names(), op.window_arity};
+    c.entries[op.name] = {op.present, op.module, op.param_names(), op.window_arity,
+                          op.import_error ? op.import_error->where + ": " + op.import_error->error : ""};
   // The probe matched each quirk to the install (versions, arch, parameters): only the call
   // conditions are left to decide per call. "possible" ones are assumed to apply.
   for (const auto& hit : report.quirks)
@@ -204,6 +214,7 @@ Candidate Router::aiter_candidate(const CallFeatures& f, Route* r) const {
     return c;
   }
   const AiterEntry& e = it->second;
+  if (!e.import_error.empty()) c.reasons.push_back(sig.aiter_name + " cannot be imported: " + e.import_error);
   if (f.device != DeviceKind::rocm)
     c.reasons.push_back("AITer runs on AMD GPUs (ROCm); the tensors are on " + to_string(f.device));
   // unified_attention (Triton) also takes fp8 e4m3 queries and caches (its descales and

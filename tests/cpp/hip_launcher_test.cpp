@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
 #include <string>
+#include <thread>
 
 #include <dlfcn.h>
 
@@ -30,6 +32,27 @@ TEST(HipLauncher, ProbeFindsTheArchByContent) {
   EXPECT_EQ(d.arch, "gfx942");
   EXPECT_EQ(d.name, "AMD Instinct MI300X");
   EXPECT_EQ(gpu::device_arch(gpu::Vendor::amd, 0), "gfx942");
+}
+
+// The device properties are read into a buffer per thread: two threads reading them at once (the
+// stand-in's calls overlap, each writing a name of its own) each get their own call's name.
+TEST(HipLauncher, DevicePropertiesArePerThread) {
+  void* lib = dlopen("libamdhip64.so", RTLD_NOW);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto rendezvous = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_hip_set_properties_rendezvous"));
+  ASSERT_NE(rendezvous, nullptr) << "the stand-in runtime lacks fake_hip_set_properties_rendezvous";
+  gpu::device_info(gpu::Vendor::amd, 0);  // the runtime bound before the threads start
+  rendezvous(2);
+  std::string names[2];
+  std::thread a([&] { names[0] = gpu::device_info(gpu::Vendor::amd, 0).name; });
+  std::thread b([&] { names[1] = gpu::device_info(gpu::Vendor::amd, 0).name; });
+  a.join();
+  b.join();
+  rendezvous(0);
+  EXPECT_EQ(std::set<std::string>(names, names + 2),
+            (std::set<std::string>{"AMD Instinct MI300X (call 1)", "AMD Instinct MI300X (call 2)"}))
+      << names[0] << " / " << names[1];
+  EXPECT_EQ(gpu::device_info(gpu::Vendor::amd, 0).name, "AMD Instinct MI300X");
 }
 
 TEST(HipLauncher, SecondRuntimeInTheProcessIsReported) {

@@ -86,3 +86,21 @@ TEST(InterpretInstall, VersionSourcesAndTrust) {
   ASSERT_FALSE(e.errors.empty());
   EXPECT_NE(e.errors.back().error.find("/b/aiter"), std::string::npos);
 }
+
+// Defined and readable, but a package above its module fails to compile: importing it fails
+// first, so nothing it takes can be relied on (the reason names the file and the error).
+TEST(InterpretOp, AnEntryPointWhoseImportFailsServesNothing) {
+  OpReading r = present_op("aiter.ops.triton.attention.unified_attention", {"q", "sinks"});
+  const ProbeError e{"/site/aiter/__init__.py",
+                     "SyntaxError: invalid syntax (line 9); importing aiter.ops.triton.attention.unified_attention "
+                     "runs this file first"};
+  r.import_error = e;
+  r.errors.push_back(e);
+  auto op = interpret_op("unified_attention", r, Channel::static_ast);
+  EXPECT_TRUE(op.present);
+  EXPECT_EQ(op.sinks, Support::unknown);
+  EXPECT_EQ(op.q_scales, Support::unknown);
+  EXPECT_EQ(op.sinks_reason, "cannot be imported: " + e.where + ": " + e.error);
+  ASSERT_TRUE(op.import_error);
+  EXPECT_EQ(op.import_error->where, e.where);
+}

@@ -64,6 +64,13 @@ const std::vector<Row>& rows() {
       {"unified-attention-causal-only", "0.1.6.post2", nullptr, "applies", ""},
       {"unified-attention-causal-only", "0.1.20.post1", "gfx942", "applies", ""},
       {"unified-attention-causal-only", "0.1.6.post1", nullptr, "absent", "version"},  // not present yet
+      {"unified-attention-fp8-q-ignores-kv-descales", "0.1.6.post2", nullptr, "applies", ""},
+      {"unified-attention-fp8-q-ignores-kv-descales", "0.1.11.post1", "gfx942", "applies", ""},
+      {"unified-attention-fp8-q-ignores-kv-descales", "0.1.12", "gfx942", "absent", "version"},
+      {"unified-attention-fp8-q-ignores-kv-descales", "0.1.6.post1", nullptr, "absent", "version"},
+      {"unified-attention-q-descale-asserted", "0.1.10", "gfx950", "applies", ""},
+      {"unified-attention-q-descale-asserted", "0.1.11.post1", nullptr, "applies", ""},
+      {"unified-attention-q-descale-asserted", "0.1.12", nullptr, "absent", "version"},
       {"batch-prefill-sink-needs-sink-size", "0.1.14", nullptr, "applies", ""},
       {"batch-prefill-sink-needs-sink-size", "main", "gfx942", "applies", ""},
       {"batch-prefill-sink-needs-sink-size", "0.1.13.post1", "gfx942", "absent", "version"},

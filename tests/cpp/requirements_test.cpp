@@ -128,6 +128,25 @@ TEST(RequireSinks, OneEntryPoint) {
   EXPECT_EQ(varlen.families[0].served_by, "fallback tiled_rows (gfx942) via aiter_compat.flash_attn_varlen_func");
 }
 
+// An install whose aiter/__init__.py does not compile: every entry point reads well, none can be
+// imported, so none serves sinks, and the reason says where the import fails.
+TEST(RequireSinks, AnEntryPointThatCannotBeImportedServesNothing) {
+  FakePythonReader py;
+  py.static_reading = reading_from_matrix(*CompatMatrix::builtin().find_exact("0.1.20.post1"));
+  for (auto& [name, op] : py.static_reading.ops)
+    op.import_error = ProbeError{"/site/aiter/__init__.py", "SyntaxError: invalid syntax (line 9)"};
+  ProbeOptions o;
+  o.native = o.device = false;
+  const ProbeReport r = run_probe(o, py);
+  for (const char* need : {"sinks:unified_attention", "sinks:flash_attn_varlen_func"}) {
+    RequirementCheck c = check_requirement(r, need);
+    EXPECT_FALSE(c.met()) << need;
+    EXPECT_TRUE(any_contains(c.unmet, "cannot be imported: /site/aiter/__init__.py: SyntaxError")) << need << ": "
+                                                                                                      << ::testing::PrintToString(c.unmet);
+  }
+  EXPECT_TRUE(check_requirement(report_for("0.1.20.post1"), "sinks:unified_attention").met());
+}
+
 // The entry points engines call beyond vLLM's: mha_batch_prefill_func is served by AITer where it
 // takes sink_ptr and no quirk breaks it (0.1.13), by the paged fallback where a quirk does (its
 // sink without sink_size fails from 0.1.14); Triton's names by the prefill fallback; the fp8

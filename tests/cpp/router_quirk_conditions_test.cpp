@@ -44,10 +44,26 @@ bool quirk_reason(const Route& r, const std::string& id) {
   return false;
 }
 
-const char* dtype_word(DType t) {
-  return t == DType::bf16 ? "bf16" : t == DType::f16 ? "fp16" : t == DType::f8_e4m3fn ? "float8_e4m3fn" : "fp32";
+// The dtypes a condition can name, as the router words them (q's dtype).
+const std::vector<std::pair<DType, const char*>> kDtypeWords = {
+    {DType::bf16, "bf16"}, {DType::f16, "fp16"}, {DType::f32, "fp32"},
+    {DType::f8_e4m3fn, "float8_e4m3fn"}, {DType::f8_e4m3fnuz, "float8_e4m3fnuz"}};
+
+DType dtype_of_word(const std::string& w) {
+  for (const auto& [t, word] : kDtypeWords)
+    if (w == word) return t;
+  ADD_FAILURE() << "dtype '" << w << "': teach the test its DType";
+  return DType::unsupported;
 }
-constexpr DType kDtypes[] = {DType::bf16, DType::f16, DType::f32, DType::f8_e4m3fn};
+
+// The call sets (or leaves) parameter `name` of its op: its bit in the non-default mask. False
+// when the op has no such parameter (no call of it can set one).
+bool set_param(CallFeatures& f, const std::string& name, bool set) {
+  const int i = signature(f.op).index_of(name);
+  if (i < 0) return false;
+  f.nondefault = set ? f.nondefault | (1u << i) : f.nondefault & ~(1u << i);
+  return true;
+}
 constexpr int kHeadDims[] = {64, 96, 128, 192, 256};
 constexpr int kGroups[] = {1, 2, 4, 8, 16};
 
@@ -66,10 +82,7 @@ struct Conditions {
     else if (key == "alibi") f.alibi = v == "true";
     else if (key == "dropout") f.dropout = v == "true";
     else if (key == "softcap") f.softcap = v == "true";
-    else if (key == "dtype") {
-      for (DType t : kDtypes)
-        if (v == dtype_word(t)) f.dtype = t;
-    }
+    else if (key == "dtype") f.dtype = dtype_of_word(v);
     else if (key == "head_dim_qk") f.head_dim_qk = std::stoi(v);
     else if (key == "head_dim_v") f.head_dim_v = std::stoi(v);
     else if (key == "window") f.window_left = v == "set", f.window_right = false;
@@ -81,7 +94,9 @@ struct Conditions {
                                                                      [&](int d) { return !listed(values, std::to_string(d)); });
     else if (key == "group_not") f.q_heads = f.kv_heads * *std::find_if(std::begin(kGroups), std::end(kGroups),
                                                                         [&](int g) { return !listed(values, std::to_string(g)); });
-    else return false;
+    else if (key == "params_set") {  // this one of the parameters, and none of the others
+      for (const auto& name : values) set_param(f, name, name == v);
+    } else return false;
     return true;
   }
 
@@ -103,12 +118,16 @@ struct Conditions {
     else if (key == "softcap") flip(&CallFeatures::softcap);
     else if (key == "sink_size") flip(&CallFeatures::window_sink_size);
     else if (key == "dtype") {
-      for (DType t : kDtypes)
-        if (!listed(values, dtype_word(t))) {
+      for (const auto& [t, word] : kDtypeWords)
+        if (!listed(values, word)) {
           CallFeatures g = f;
           g.dtype = t;
-          out.emplace_back(std::string("dtype ") + dtype_word(t), g);
+          out.emplace_back(std::string("dtype ") + word, g);
         }
+    } else if (key == "params_set") {  // none of them set
+      CallFeatures g = f;
+      for (const auto& name : values) set_param(g, name, false);
+      out.emplace_back("none of the parameters set", g);
     } else if (key == "head_dim_qk" || key == "head_dim_v") {
       for (int d : {64, 96, 128, 192, 256})
         if (!listed(values, std::to_string(d))) {
@@ -293,4 +312,35 @@ TEST(RouterQuirkConditions, VersionAndArchConditionsReachTheRouter) {
   };
   EXPECT_TRUE(unified_on("0.1.6.post2"));
   EXPECT_FALSE(unified_on("0.1.6.post1"));  // no unified_attention yet: absent, not quirked
+}
+
+// unified_attention of 0.1.6.post2 to 0.1.11.post1: fp8 queries with k/v descales lose the
+// descales, and q_descale fails the call's assertion; from 0.1.12 AITer applies all three.
+TEST(RouterQuirkConditions, UnifiedAttentionDescalesBefore0112) {
+  CallFeatures f = plain_call(OpId::unified_attention);
+  f.dtype = f.kv_dtype = f.out_dtype = DType::f8_e4m3fn;
+  f.descale = true;
+  ASSERT_TRUE(set_param(f, "k_descale", true) && set_param(f, "v_descale", true));
+  CallFeatures with_q = f;
+  ASSERT_TRUE(set_param(with_q, "q_descale", true));
+  CallFeatures bf16_q = f;  // 16-bit queries over an fp8 cache: those releases scale K and V
+  bf16_q.dtype = bf16_q.out_dtype = DType::bf16;
+  auto route_on = [&](const char* version, const CallFeatures& call) {
+    Capabilities c = Capabilities::from_report(report_for_release(version, "gfx942"), CompatMatrix::builtin());
+    return Router(c, Policy::automatic).route(call);
+  };
+  for (const char* version : {"0.1.6.post2", "0.1.10", "0.1.11.post1"}) {
+    SCOPED_TRACE(version);
+    const Route r = route_on(version, f);
+    EXPECT_NE(r.kind, RouteKind::aiter);
+    EXPECT_TRUE(quirk_reason(r, "unified-attention-fp8-q-ignores-kv-descales"));
+    EXPECT_FALSE(quirk_reason(r, "unified-attention-q-descale-asserted"));
+    EXPECT_TRUE(quirk_reason(route_on(version, with_q), "unified-attention-q-descale-asserted"));
+    EXPECT_EQ(route_on(version, bf16_q).kind, RouteKind::aiter) << "16-bit queries: the descales are applied";
+  }
+  for (const char* version : {"0.1.12", "0.1.13", "0.1.20.post1"}) {
+    SCOPED_TRACE(version);
+    EXPECT_EQ(route_on(version, f).kind, RouteKind::aiter);
+    EXPECT_EQ(route_on(version, with_q).kind, RouteKind::aiter);
+  }
 }

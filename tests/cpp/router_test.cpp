@@ -58,6 +58,26 @@ TEST(Router, OldAiterWithoutSinksIsRefusedWithItsReason) {
   EXPECT_TRUE(any_reason(refused, "no GPU was found at start-up"));
 }
 
+// An entry point whose import fails (a package above its module does not compile) is no route,
+// with where it fails as the reason; the others are unaffected.
+TEST(Router, AnEntryPointThatCannotBeImportedIsNoRoute) {
+  ProbeReport report = report_for_release("0.1.20.post1", "gfx942");
+  for (auto& op : report.ops)
+    if (op.name == "flash_attn_varlen_func")
+      op.import_error = ProbeError{"/site/aiter/__init__.py", "SyntaxError: invalid syntax (line 9)"};
+  Capabilities c = Capabilities::from_report(report, CompatMatrix::builtin());
+  c.gpu_fallback_archs = {"gfx942"};
+  Router router(c, Policy::automatic);
+  const Route r = router.route(vllm_prefill(true));
+  EXPECT_NE(r.kind, RouteKind::aiter);
+  EXPECT_TRUE(any_reason(r, "flash_attn_varlen_func cannot be imported: /site/aiter/__init__.py: SyntaxError"))
+      << format_route_error("varlen", {}, r.candidates);
+  CallFeatures batch = vllm_prefill(true);
+  batch.op = OpId::flash_attn_func;
+  batch.nondefault = bit(batch.op, "causal") | bit(batch.op, "sink_ptr");
+  EXPECT_EQ(router.route(batch).kind, RouteKind::aiter);
+}
+
 TEST(Router, OldAiterServesCallsWithoutSinksDroppingTheDefaultKeyword) {
   Router router(caps_for("0.1.9.post1", "gfx942"), Policy::automatic);
   const Route& r = router.route(vllm_prefill(false));

@@ -285,6 +285,132 @@ TEST_F(Selftest, TheCApiReroutesAfterAFailure) {
   unsetenv("AITER_COMPAT_SELFTEST_FAULT");
 }
 
+// Every term of a family's verdict decides some verdict: a device that gets exactly one term
+// wrong (the output alone, the LSE alone, only the split-KV runs, only the unsplit ones, only the
+// paged cases) fails the family it spoils, and the faithful families beside it still pass. The
+// stand-in's kernels run on the host (kernel_emulator.hpp); the spoiling is added after them.
+namespace {
+
+struct Spoil {
+  std::string prefix;           // the spoiled row's kernels: names starting with this
+  bool out = false, lse = false;  // what is spoiled
+  bool unsplit = true, split = true;  // on which launches: unsplit ones, the merge of split ones
+  bool paged_only = false;      // only launches over a paged cache
+};
+Spoil g_spoil;
+bool g_spoiled_partials = false;  // the last split-KV partial launches were the spoiled row's
+
+void add_to(void* data, int64_t i, int type, double delta) {
+  if (type == AC_DTYPE_F32) {
+    reinterpret_cast<float*>(data)[i] += static_cast<float>(delta);
+  } else if (type == AC_DTYPE_F16) {
+    uint16_t& x = reinterpret_cast<uint16_t*>(data)[i];
+    x = cpu::float_to_f16(cpu::f16_to_float(x) + static_cast<float>(delta));
+  } else {
+    uint16_t& x = reinterpret_cast<uint16_t*>(data)[i];
+    x = cpu::float_to_bf16(cpu::bf16_to_float(x) + static_cast<float>(delta));
+  }
+}
+
+// 0.25 on the first output row (beyond every dtype's bound, relative to outputs of size ~1),
+// 0.5 on every finite LSE (beyond 1e-4 relative to LSEs of a few units).
+void spoil_attention(const ac_attention_params& p) {
+  if (g_spoil.out)
+    for (int64_t e = 0; e < p.head_dim_v; ++e) add_to(p.out, e, p.out_type, 0.25);
+  if (g_spoil.lse && p.lse && p.lse_batch == 0)
+    for (int64_t h = 0; h < p.hq; ++h)
+      for (int64_t t = 0; t < p.total_q; ++t) {
+        float& x = p.lse[h * p.lse_head + t * p.lse_tok];
+        if (std::isfinite(x)) x += 0.5f;
+      }
+}
+
+void spoiling_kernel(const char* fn, const void* params) {
+  emulate_kernel(fn, params);
+  const std::string name = fn;
+  if (name.rfind("ac_merge_states_", 0) == 0) {
+    if (name.rfind(g_spoil.prefix, 0) != 0) return;
+    const auto& m = *static_cast<const ac_merge_params*>(params);
+    const int type = name.find("_bf16") != std::string::npos ? AC_DTYPE_BF16
+                     : name.find("_f16") != std::string::npos ? AC_DTYPE_F16 : AC_DTYPE_F32;
+    if (g_spoil.out)
+      for (int64_t e = 0; e < m.dim; ++e) add_to(m.out, e, type, 0.25);
+    if (g_spoil.lse && m.out_lse)
+      for (int64_t h = 0; h < m.heads; ++h)
+        for (int64_t t = 0; t < m.tokens; ++t) {
+          float& x = m.out_lse[h * m.olse_head + t * m.olse_tok];
+          if (std::isfinite(x)) x += 0.5f;
+        }
+    return;
+  }
+  const auto& p = *static_cast<const ac_attention_params*>(params);
+  const bool eligible = !g_spoil.paged_only || p.paged;
+  if (name.rfind("ac_merge_", 0) == 0) {  // a split merge: the whole call's outputs
+    if (g_spoiled_partials && g_spoil.split && eligible) spoil_attention(p);
+    g_spoiled_partials = false;
+    return;
+  }
+  if (name.rfind(g_spoil.prefix, 0) != 0) return;
+  if (p.num_splits > 1) g_spoiled_partials = true;
+  else if (g_spoil.unsplit && eligible) spoil_attention(p);
+}
+
+// The error after "LSE error " in a verdict's detail (the worst case's), or -1.
+double lse_error_in(const std::string& detail) {
+  const auto at = detail.find("LSE error ");
+  return at == std::string::npos ? -1 : std::stod(detail.substr(at + 10));
+}
+
+}  // namespace
+
+TEST_F(Selftest, EveryTermOfTheVerdictDecidesOne) {
+  // The row with unsplit and split runs on this vendor's stand-in (decode on gfx942, the tiled
+  // decode on sm_90), the generic row and the merge of attention states.
+  const bool nv = kVendor == gpu::Vendor::nvidia;
+  const KernelId fast = nv ? KernelId::tiled_keys : KernelId::decode;
+  const std::string fast_prefix = nv ? "ac_tiled_keys_" : "ac_decode_";
+  struct Row {
+    const char* what;
+    Spoil spoil;
+    KernelId family;  // the family that must fail
+  };
+  const std::vector<Row> rows = {
+      {"the output alone", {fast_prefix, true, false}, fast},
+      {"the LSE alone", {fast_prefix, false, true}, fast},
+      {"the split runs alone", {fast_prefix, true, true, false, true}, fast},
+      {"the unsplit runs alone", {fast_prefix, true, true, true, false}, fast},
+      {"the generic row's LSE alone", {"ac_attention_", false, true}, KernelId::generic},
+      {"the generic row's paged cases alone", {"ac_attention_", true, true, true, true, true}, KernelId::generic},
+      {"the split merge after the generic row", {"ac_attention_", true, true, false, true}, KernelId::split_merge},
+      {"merge_attn_states' output alone", {"ac_merge_states_", true, false}, KernelId::merge_states},
+      {"merge_attn_states' LSE alone", {"ac_merge_states_", false, true}, KernelId::merge_states},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(std::string("spoiling ") + row.what);
+    selftest::forget_all();
+    std::filesystem::remove_all(cache_dir);  // verdicts measured under another row's spoiling
+    g_spoil = row.spoil;
+    g_spoiled_partials = false;
+    fake.fn<void (*)(fake_kernel_hook)>("set_kernel_hook")(spoiling_kernel);
+    const FamilyKey key{kVendor, 0, row.family, AC_DTYPE_BF16, 64};
+    const gpu::FamilyResult r = selftest::ensure(key, nullptr);
+    EXPECT_EQ(r.verdict, Verdict::failed) << gpu::family_label(key) << ": " << r.detail;
+    // The spoiled term is the one that failed it: the other term of the worst case is in bounds.
+    if (!row.spoil.out) {
+      EXPECT_LE(r.max_error, r.bound) << "the output was not spoiled: " << r.detail;
+    }
+    if (!row.spoil.lse) {
+      EXPECT_LE(lse_error_in(r.detail), selftest::kLseBound) << "the LSE was not spoiled: " << r.detail;
+    }
+    // The families the spoiling leaves alone still pass (the generic row under a faster one's).
+    if (row.family != KernelId::generic && row.family != KernelId::merge_states && row.family != KernelId::split_merge) {
+      EXPECT_EQ(selftest::ensure({kVendor, 0, KernelId::generic, AC_DTYPE_BF16, 64}, nullptr).verdict, Verdict::passed);
+    }
+  }
+  g_spoil = {};
+  fake.emulate(true);
+}
+
 TEST_F(Selftest, VerdictsAreCachedAndLaterProcessesSkipTheChecks) {
   selftest::warmup(kVendor, 0, {AC_DTYPE_BF16}, {64});
   const std::string key = selftest::cache_key(kVendor, 0);

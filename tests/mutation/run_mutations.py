@@ -12,7 +12,7 @@ Exit status: 0 when every fault was caught; 1 when one survived (each is named);
 is out of step with the code (an `old` text not found exactly once), a fault does not build, or
 the unchanged copy fails its selections.
 
-  python3 tests/mutation/run_mutations.py [--only TEXT] [--list] [--work DIR] [--archs gfx942]
+  python3 tests/mutation/run_mutations.py [--only TEXT ...] [--list] [--work DIR] [--archs gfx942]
 """
 import argparse
 import os
@@ -28,10 +28,25 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FAULTS = os.path.join(ROOT, "tests", "mutation", "faults.yaml")
 # Directories never copied: builds (this one included), caches, results.
 SKIP_DIRS = {".git", "__pycache__", "gpu-results", ".pytest_cache"}
-TARGETS = {"gtest": "aiter_compat_unit_tests", "hip": "aiter_compat_hip_launcher_tests", "pytest": "_aiter_compat"}
-# What else a selection's tests run: pytest drives the CLI too (the probe's tests), so a fault in
-# the probe must be rebuilt into it, or the tests would run a stale (or missing) binary.
-ALSO_BUILT = {"pytest": ["aiter-compat"]}
+# Each kind of selection: the test binary it runs (a gtest filter) or, for pytest, the extension.
+TARGETS = {"gtest": "aiter_compat_unit_tests", "hip": "aiter_compat_hip_launcher_tests",
+           "selftest": "aiter_compat_hip_selftest_tests", "pytest": "_aiter_compat"}
+# Everything else a selection's tests run, so that a fault reaches each of them rebuilt: pytest
+# drives the CLI (the probe's tests) and loads the C library with ctypes (the C API's tests).
+# Without these, a test that goes through the CLI or the C library runs a stale (or missing)
+# binary. The gtest binaries link the C library and depend on the stand-in runtimes they load:
+# building them rebuilds those.
+ALSO_BUILT = {"pytest": ["aiter-compat", "aiter_compat"]}
+# The environment a gtest binary runs in, as ctest gives it (tests/CMakeLists.txt).
+GTEST_ENV = {
+    "gtest": {},
+    # The stand-in HIP runtime records launches and computes nothing: the self-test of each
+    # kernel family (first use) would fail every one of them.
+    "hip": {"LD_LIBRARY_PATH": ("tests", "fake_hip"), "AITER_COMPAT_SELFTEST": "off"},
+    # The self-test's own tests run the stand-in's kernels on the host (the gfx942 code object:
+    # the copy builds no nvcc one, so the CUDA build of these tests would skip every test).
+    "selftest": {"LD_LIBRARY_PATH": ("tests", "fake_hip")},
+}
 
 
 TEST_TIMEOUT = 600
@@ -53,8 +68,8 @@ def load_faults(only):
         if missing:
             raise SystemExit(f"faults.yaml: '{fault.get('name', fault)}' lacks {sorted(missing)}")
         if not any(k in fault for k in TARGETS):
-            raise SystemExit(f"faults.yaml: '{fault['name']}' names no tests (gtest, hip or pytest)")
-    return [f for f in faults if not only or only in f["name"]]
+            raise SystemExit(f"faults.yaml: '{fault['name']}' names no tests ({', '.join(TARGETS)})")
+    return [f for f in faults if not only or any(text in f["name"] for text in only)]
 
 
 def check_in_step(faults):
@@ -152,14 +167,10 @@ def run_selection(copy, build, kind, what):
     env = dict(os.environ, AITER_COMPAT_LOG_LEVEL="off")
     env.pop("AITER_COMPAT_PYTHONPATH", None)  # the copy's own module
     env.pop("AITER_COMPAT_SOURCE", None)
-    if kind == "gtest":
+    if kind in GTEST_ENV:
         cmd = [os.path.join(build, "tests", TARGETS[kind]), f"--gtest_filter={what}", "--gtest_brief=1"]
-    elif kind == "hip":
-        cmd = [os.path.join(build, "tests", TARGETS[kind]), f"--gtest_filter={what}", "--gtest_brief=1"]
-        env["LD_LIBRARY_PATH"] = os.path.join(build, "tests", "fake_hip")
-        # As ctest runs them: the stand-in runtime records launches and computes nothing, so the
-        # self-test of each kernel family (first use) would fail every one of them.
-        env["AITER_COMPAT_SELFTEST"] = "off"
+        for name, value in GTEST_ENV[kind].items():
+            env[name] = os.path.join(build, *value) if isinstance(value, tuple) else value
     else:
         cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *what]
     try:
@@ -171,7 +182,7 @@ def run_selection(copy, build, kind, what):
 
 def ran_nothing(kind, output):
     """A gtest selection whose tests all skipped (or matched nothing) cannot catch anything."""
-    if kind not in ("gtest", "hip"):
+    if kind not in GTEST_ENV:
         return False  # pytest exits 5 when it collects nothing
     match = re.search(r"\[  PASSED  \] (\d+) test", output)
     return not match or int(match.group(1)) == 0
@@ -180,7 +191,7 @@ def ran_nothing(kind, output):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "mutation"), help="where the copy lives")
-    ap.add_argument("--only", help="only the faults whose name contains this text")
+    ap.add_argument("--only", action="append", help="only the faults whose name contains this text (repeatable)")
     ap.add_argument("--list", action="store_true", help="list the faults and check them against the code")
     ap.add_argument("--archs", default="gfx942", help="code objects for the copy (the hip selections need gfx942)")
     args = ap.parse_args()

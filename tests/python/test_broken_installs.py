@@ -3,6 +3,7 @@ is a successful probe)."""
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -51,6 +52,80 @@ def test_syntax_error_in_a_module(cli, fixture_pkg):
     assert report["ops"]["pa_fwd_asm"]["present"] is True  # other modules still read
     live = cli.probe_json("--aiter-root", site, "--live")
     assert "SyntaxError" in live["channels"]["live"]["import_error"]
+
+
+def test_syntax_error_in_the_package_init_fails_every_entry_point(cli, fixture_pkg):
+    """`import aiter.ops.mha` runs aiter/__init__.py first: a syntax error there makes every entry
+    point unimportable, however well its own module reads, and --require counts it."""
+    site, pkg = fixture_pkg("0.1.20.post1")
+    with open(f"{pkg}/__init__.py", "a") as f:
+        f.write("\ndef broken(:\n")
+    report = cli.probe_json("--aiter-root", site)
+    present = [name for name, op in report["ops"].items() if op["present"]]
+    assert "unified_attention" in present and "flash_attn_varlen_func" in present
+    for name in present:
+        op = report["ops"][name]
+        assert op["import_error"]["where"] == f"{pkg}/__init__.py", (name, op)
+        assert op["import_error"]["error"].startswith("SyntaxError: "), (name, op)
+        assert f"importing {op['module']} runs this file first" in op["import_error"]["error"]
+        assert op["sinks"] == "unknown" and op["sinks_reason"].startswith(f"cannot be imported: {pkg}/__init__.py: "), op
+        assert op["import_error"] in op["errors"]
+    for require in ("sinks:unified_attention", "sinks:flash_attn_varlen_func", "sinks"):
+        proc = cli.run("probe", "--aiter-root", site, "--require", require)
+        assert proc.returncode == 3, (require, proc.stdout, proc.stderr)
+        assert "cannot be imported" in proc.stdout + proc.stderr, require
+    # The same install, whole: the requirement of that entry point is met (no quirk applies).
+    intact, _ = fixture_pkg("0.1.20.post1", subdir="intact")
+    assert cli.run("probe", "--aiter-root", intact, "--require", "sinks:unified_attention").returncode == 0
+
+
+def test_error_only_code_generation_sees_in_a_subpackage_init(cli, fixture_pkg):
+    """A file the parser accepts but the compiler refuses ('return' outside a function) fails its
+    import all the same: aiter/ops/triton/__init__.py breaks the entry points under it and no
+    other."""
+    site, pkg = fixture_pkg("0.1.20.post1")
+    with open(f"{pkg}/ops/triton/__init__.py", "a") as f:
+        f.write("\nreturn None\n")
+    ops = cli.probe_json("--aiter-root", site)["ops"]
+    for name in ("unified_attention", "triton_flash_attn_varlen_func", "triton_flash_attn_func"):
+        assert ops[name]["present"] is True, name
+        assert ops[name]["import_error"]["where"] == f"{pkg}/ops/triton/__init__.py", (name, ops[name])
+        assert "'return' outside function" in ops[name]["import_error"]["error"], ops[name]
+        assert ops[name]["sinks"] == "unknown", name
+    for name in ("flash_attn_varlen_func", "mha_batch_prefill_func", "pa_fwd_asm"):
+        assert ops[name]["import_error"] is None, (name, ops[name])
+        assert ops[name]["sinks"] != "unknown", (name, ops[name])
+
+
+def test_error_only_code_generation_sees_in_a_known_module(cli, fixture_pkg):
+    """The entry point's own module is compiled as an import compiles it too."""
+    site, pkg = fixture_pkg("0.1.12")
+    with open(f"{pkg}/ops/mha.py", "a") as f:
+        f.write("\nfor x in ():\n    pass\nbreak\n")
+    op = cli.probe_json("--aiter-root", site)["ops"]["flash_attn_varlen_func"]
+    assert op["present"] is False and op["sinks"] == "unknown"
+    assert any("'break' outside loop" in e["error"] and e["where"].endswith("mha.py") for e in op["errors"]), op
+
+
+@pytest.mark.parametrize("mode", ["timestamp", "checked-hash"])
+def test_cached_bytecode_never_hides_an_error_in_a_changed_source(cli, fixture_pkg, mode):
+    """The probe reads a module's valid __pycache__ file as an import does (cheaper than compiling
+    it); one that no longer matches its source is ignored, as an import ignores it."""
+    site, pkg = fixture_pkg("0.1.20.post1")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "--invalidation-mode", mode, pkg], check=True,
+                   capture_output=True)
+    assert os.path.isfile(f"{pkg}/__pycache__/__init__.{sys.implementation.cache_tag}.pyc")
+    whole = cli.probe_json("--aiter-root", site)["ops"]
+    assert whole["unified_attention"]["import_error"] is None and whole["unified_attention"]["sinks"] == "supported"
+    with open(f"{pkg}/__init__.py", "a") as f:
+        f.write("\nbreak\n")
+    ops = cli.probe_json("--aiter-root", site)["ops"]
+    assert "'break' outside loop" in ops["unified_attention"]["import_error"]["error"], ops["unified_attention"]
+    with open(f"{pkg}/ops/mha.py", "a") as f:
+        f.write("\ncontinue\n")
+    op = cli.probe_json("--aiter-root", site)["ops"]["flash_attn_varlen_func"]
+    assert op["present"] is False
+    assert any("'continue' not properly in loop" in e["error"] for e in op["errors"]), op
 
 
 def test_missing_module(cli, fixture_pkg):

@@ -11,7 +11,7 @@ import pytest
 from conftest import SOURCE
 
 sys.path.insert(0, os.path.join(SOURCE, "probe", "python"))
-import static_reading  # noqa: E402  (imports only _ast and os)
+import static_reading  # noqa: E402  (imports only built-in modules and os)
 
 TRICKY = [
     # a docstring whose lines at column 0 look like code

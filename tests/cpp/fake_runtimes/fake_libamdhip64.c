@@ -1,7 +1,10 @@
 /* A stand-in libamdhip64.so for testing the HIP side of the runtime binding, the GPU probe and
  * the launcher without an AMD GPU. One device, an MI300X (gfx942). Launches are recorded. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -20,6 +23,19 @@ EXPORT void fake_hip_reset(void) { launch_count = allocations = frees = 0; }
 EXPORT void fake_hip_set_kernel_hook(fake_kernel_hook hook) { kernel_hook = hook; }
 EXPORT void fake_hip_set_capturing(int on) { capturing = on; }
 
+/* A test of the caller's per-thread state: with a rendezvous of n, each hipGetDeviceProperties
+ * call writes a name of its own ("... (call k)"), then waits (up to 5 s) until n calls have
+ * written theirs, so that calls of n threads overlap: a properties buffer shared by the threads
+ * would hold the last call's name for all of them. */
+static pthread_mutex_t rendezvous_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rendezvous_cond = PTHREAD_COND_INITIALIZER;
+static int rendezvous_of, rendezvous_calls;
+EXPORT void fake_hip_set_properties_rendezvous(int n) {
+  pthread_mutex_lock(&rendezvous_mutex);
+  rendezvous_of = n, rendezvous_calls = 0;
+  pthread_mutex_unlock(&rendezvous_mutex);
+}
+
 EXPORT int hipGetDeviceCount(int* n) { *n = 1; return 0; }
 EXPORT int hipGetDevice(int* d) { *d = current_device; return 0; }
 EXPORT int hipSetDevice(int d) { if (d != 0) return 101; current_device = d; return 0; }
@@ -28,6 +44,17 @@ EXPORT int hipGetDevicePropertiesR0600(void* props, int d) {
   if (d != 0) return 101;
   strcpy((char*)props, "AMD Instinct MI300X");
   strcpy((char*)props + 1160, "gfx942:sramecc+:xnack-");
+  pthread_mutex_lock(&rendezvous_mutex);
+  if (rendezvous_of > 1) {
+    snprintf((char*)props, 64, "AMD Instinct MI300X (call %d)", ++rendezvous_calls);
+    pthread_cond_broadcast(&rendezvous_cond);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    while (rendezvous_calls < rendezvous_of)
+      if (pthread_cond_timedwait(&rendezvous_cond, &rendezvous_mutex, &until) != 0) break;
+  }
+  pthread_mutex_unlock(&rendezvous_mutex);
   return 0;
 }
 EXPORT int hipRuntimeGetVersion(int* v) { *v = 60443484; return 0; }

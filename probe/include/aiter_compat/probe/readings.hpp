@@ -35,6 +35,9 @@ struct OpReading {
   std::string located_by;  // "known path", "name search", or "" when not found
   std::vector<ProbeError> errors;
   std::vector<std::string> notes;
+  // A package above the module (aiter/__init__.py, ...) that does not compile: importing the
+  // entry point fails there (also among errors).
+  std::optional<ProbeError> import_error;
 };
 
 struct InstallReading {

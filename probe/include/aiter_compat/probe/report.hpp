@@ -41,6 +41,7 @@ struct OpReport {
   std::string read_by;  // channel whose reading this is
   std::vector<std::string> notes;
   std::vector<ProbeError> errors;
+  std::optional<ProbeError> import_error;  // the import path fails to compile there: not callable
 
   std::vector<std::string> param_names() const;
 };

@@ -32,6 +32,7 @@ struct AiterEntry {
   std::string module;
   std::vector<std::string> params;
   std::optional<int> window_arity;
+  std::string import_error;  // where importing it fails (a package above its module), or empty
 };
 
 // A quirk of the matrix that the probe found applying to this install (versions, arch and
