@@ -151,12 +151,12 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
     // The splits' (max, sum) combined over the warp, then the sink entered once.
     float ms[AC_MAX_SPLITS / AC_WARP_SIZE + 1], ls[AC_MAX_SPLITS / AC_WARP_SIZE + 1];
     float m = -AC_INFINITY;
+    const float* ml = partial_ml_row(p, 0, token, h);  // split sp's: split_stride rows further
 #pragma unroll
     for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
       const int sp = tid + i * AC_WARP_SIZE;
-      const float* ml = partial_ml_row(p, sp, token, h);
-      ms[i] = sp < splits ? ml[0] : -AC_INFINITY;
-      ls[i] = sp < splits ? ml[1] : 0.f;
+      ms[i] = sp < splits ? ml[sp * split_stride * 2] : -AC_INFINITY;
+      ls[i] = sp < splits ? ml[sp * split_stride * 2 + 1] : 0.f;
       m = m > ms[i] ? m : ms[i];
     }
 #pragma unroll
