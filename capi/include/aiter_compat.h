@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define AITER_COMPAT_ABI_VERSION 4
+#define AITER_COMPAT_ABI_VERSION 5
 #define AITER_COMPAT_API __attribute__((visibility("default")))
 
 typedef enum {
@@ -168,6 +168,66 @@ typedef struct {
   const DLTensor* v_descale;
 } aiter_compat_batch_prefill_args;
 
+/* Since ABI 5. pa_decode_gluon (SGLang's and ATOM's decode over AITer's 5-D caches): output and
+ * query [batch x query_length, Hq, D]; key_cache [blocks, Hk, D / x, block_size, x] (x: 16 bytes
+ * of elements); value_cache [blocks, Hk, block_size / x, D, x] or [blocks, Hk, D, block_size];
+ * context_lengths int32 [batch]; block_tables int32 [batch, max_blocks]; query_length queries per
+ * sequence, causal among them; sliding_window keys per query, its own included (0: all); fp8
+ * scales per tensor, one float32 element each (NULL: none; read over an fp8 cache only, as AITer
+ * does). For AITer's route, its partition count and scratch (NULL: AITer allocates it;
+ * context_partition_size 0: AITer's default); the fallback reads none of them. */
+typedef struct {
+  DLTensor* output;
+  const DLTensor* query;
+  const DLTensor* key_cache;
+  const DLTensor* value_cache;
+  const DLTensor* context_lengths;
+  const DLTensor* block_tables;
+  const DLTensor* sinks;
+  const DLTensor* query_scale;
+  const DLTensor* key_scale;
+  const DLTensor* value_scale;
+  DLTensor* exp_sums;
+  DLTensor* max_logits;
+  DLTensor* temporary_output;
+  double softmax_scale;
+  int64_t query_length;
+  int64_t max_context_partition_num;
+  int64_t context_partition_size;
+  int64_t sliding_window;
+} aiter_compat_gluon_decode_args;
+
+/* Since ABI 5. pa_decode_bf16_asm (ATOM's decode on gfx1250): Q [batch, mtp + 1, Hk, gqa, D];
+ * K [pages, Hk, D / 16, page_size, 16], V [pages, Hk, page_size / 16, D, 16]; kv_indptr int32
+ * [batch + 1] into kv_indices int32 [pages]; context_lens int32 [batch] (query i of a sequence
+ * sees its first context_lens - mtp + i keys); out Q's shape (bfloat16 for fp8 Q); scales per
+ * tensor (one float32 element each, or NULL) and sink (float32 [Hq], or NULL). AITer's persistent
+ * schedule, or NULL: work_indptr int32, work_info int32 [items, 8], split_o float32 [rows, 1, Hq,
+ * D], split_lse float32 [rows, 1, Hq, 1]; with work_info a fallback route writes the rows the
+ * schedule splits there (so AITer's pa_reduce_v1 gives out back) from lse, float32 [Hq, batch x
+ * (mtp + 1)], which the caller then gives as scratch. */
+typedef struct {
+  const DLTensor* Q;
+  const DLTensor* K;
+  const DLTensor* V;
+  const DLTensor* kv_indices;
+  const DLTensor* context_lens;
+  const DLTensor* kv_indptr;
+  const DLTensor* query_scale;
+  const DLTensor* key_scale;
+  const DLTensor* value_scale;
+  const DLTensor* work_indptr;
+  const DLTensor* work_info;
+  DLTensor* split_o;
+  DLTensor* split_lse;
+  const DLTensor* sink;
+  DLTensor* out;
+  DLTensor* lse;
+  double softmax_scale;
+  int64_t gqa;
+  int64_t mtp;
+} aiter_compat_asm_decode_args;
+
 AITER_COMPAT_API int aiter_compat_abi_version(void);
 
 /* stream: the caller's stream (hipStream_t / cudaStream_t) for GPU routes; NULL for CPU tensors
@@ -178,6 +238,8 @@ AITER_COMPAT_API aiter_compat_status aiter_compat_paged_attention(const aiter_co
 AITER_COMPAT_API aiter_compat_status aiter_compat_paged_decode(const aiter_compat_decode_args* args, void* stream);
 AITER_COMPAT_API aiter_compat_status aiter_compat_merge_attn_states(const aiter_compat_merge_args* args, void* stream);
 AITER_COMPAT_API aiter_compat_status aiter_compat_batch_prefill(const aiter_compat_batch_prefill_args* args, void* stream);
+AITER_COMPAT_API aiter_compat_status aiter_compat_gluon_decode(const aiter_compat_gluon_decode_args* args, void* stream);
+AITER_COMPAT_API aiter_compat_status aiter_compat_asm_decode(const aiter_compat_asm_decode_args* args, void* stream);
 
 /* Writes the route a call would take, the kernel, and every candidate's reasons into buffer
  * (truncated to size, always terminated), without running it. */
@@ -188,6 +250,10 @@ AITER_COMPAT_API aiter_compat_status aiter_compat_explain_decode(const aiter_com
 AITER_COMPAT_API aiter_compat_status aiter_compat_explain_merge(const aiter_compat_merge_args* args, char* buffer, size_t size);
 AITER_COMPAT_API aiter_compat_status aiter_compat_explain_batch_prefill(const aiter_compat_batch_prefill_args* args,
                                                                         char* buffer, size_t size);
+AITER_COMPAT_API aiter_compat_status aiter_compat_explain_gluon_decode(const aiter_compat_gluon_decode_args* args,
+                                                                       char* buffer, size_t size);
+AITER_COMPAT_API aiter_compat_status aiter_compat_explain_asm_decode(const aiter_compat_asm_decode_args* args,
+                                                                     char* buffer, size_t size);
 
 /* Calls per operation and route target since the dispatcher was made (the first call, or the
  * last aiter_compat_set_policy), as JSON: {"op": {"target": calls}}, target "refused" for calls

@@ -171,6 +171,8 @@ AC_ENTRY(paged_attention, aiter_compat_paged_args)
 AC_ENTRY(paged_decode, aiter_compat_decode_args)
 AC_ENTRY(merge_attn_states, aiter_compat_merge_args)
 AC_ENTRY(batch_prefill, aiter_compat_batch_prefill_args)
+AC_ENTRY(gluon_decode, aiter_compat_gluon_decode_args)
+AC_ENTRY(asm_decode, aiter_compat_asm_decode_args)
 #undef AC_ENTRY
 
 #define AC_EXPLAIN(fn, args_type)                                                                   \
@@ -183,4 +185,6 @@ AC_EXPLAIN(paged, aiter_compat_paged_args)
 AC_EXPLAIN(decode, aiter_compat_decode_args)
 AC_EXPLAIN(merge, aiter_compat_merge_args)
 AC_EXPLAIN(batch_prefill, aiter_compat_batch_prefill_args)
+AC_EXPLAIN(gluon_decode, aiter_compat_gluon_decode_args)
+AC_EXPLAIN(asm_decode, aiter_compat_asm_decode_args)
 #undef AC_EXPLAIN

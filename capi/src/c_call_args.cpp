@@ -91,9 +91,15 @@ TensorView CCallArgs::view(int i) {
   return v;
 }
 
-TensorView CCallArgs::output(int, const std::vector<int64_t>&, DType, Role role) {
-  // Every C struct requires `out`, and an LSE is computed only where the caller gave one.
+TensorView CCallArgs::output(int, const std::vector<int64_t>& shape, DType, Role role) {
+  // Every C struct requires `out`, and an LSE is computed only where the caller gave one (or, as
+  // pa_decode_bf16_asm's split rows, needs one: then it names the scratch it needs).
   const DLTensor* t = role == Role::return_lse ? lse_ : out_;
+  if (!t && role == Role::return_lse) {
+    std::string dims;
+    for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    bad("lse", "NULL", "a float32 [" + dims + "] buffer for this call's LSE (the C API allocates nothing)");
+  }
   if (!t) throw std::logic_error("the C API has no memory of its own for an output");
   TensorView v;
   std::string why;
@@ -226,6 +232,44 @@ CCallArgs call_of(const aiter_compat_batch_prefill_args* a, void* stream) {
   c.tensor("seqlen_k", a->seqlen_k);
   c.tensor("q_descale", a->q_descale), c.tensor("k_descale", a->k_descale), c.tensor("v_descale", a->v_descale);
   c.tensor("sink_ptr", a->sinks);
+  return c;
+}
+
+CCallArgs call_of(const aiter_compat_gluon_decode_args* a, void* stream) {
+  need_struct(a, "aiter_compat_gluon_decode_args");
+  need("output", a->output), need("query", a->query), need("key_cache", a->key_cache);
+  need("value_cache", a->value_cache), need("context_lengths", a->context_lengths), need("block_tables", a->block_tables);
+  CCallArgs c(OpId::pa_decode_gluon, stream);
+  c.tensor("output", a->output), c.tensor("query", a->query), c.tensor("key_cache", a->key_cache);
+  c.tensor("value_cache", a->value_cache), c.tensor("context_lengths", a->context_lengths);
+  c.tensor("block_tables", a->block_tables);
+  // AITer takes the scale as a required float: 0 becomes 1/sqrt(D) here.
+  const double d = a->query->ndim > 0 && a->query->shape ? static_cast<double>(a->query->shape[a->query->ndim - 1]) : 1.0;
+  c.number("softmax_scale", a->softmax_scale != 0 ? a->softmax_scale : 1.0 / std::sqrt(d > 0 ? d : 1.0));
+  c.integer("query_length", a->query_length), c.integer("max_context_partition_num", a->max_context_partition_num);
+  if (a->context_partition_size != 0) c.integer("context_partition_size", a->context_partition_size);
+  c.tensor("query_scale", a->query_scale), c.tensor("key_scale", a->key_scale), c.tensor("value_scale", a->value_scale);
+  c.tensor("exp_sums", a->exp_sums), c.tensor("max_logits", a->max_logits);
+  c.tensor("temporary_output", a->temporary_output);
+  c.tensor("sinks", a->sinks), c.integer("sliding_window", a->sliding_window);
+  return c;
+}
+
+CCallArgs call_of(const aiter_compat_asm_decode_args* a, void* stream) {
+  need_struct(a, "aiter_compat_asm_decode_args");
+  need("Q", a->Q), need("K", a->K), need("V", a->V), need("kv_indices", a->kv_indices);
+  need("context_lens", a->context_lens), need("kv_indptr", a->kv_indptr), need("out", a->out);
+  CCallArgs c(OpId::pa_decode_bf16_asm, stream);
+  c.tensor("Q", a->Q), c.tensor("K", a->K), c.tensor("V", a->V), c.tensor("kv_indices", a->kv_indices);
+  c.tensor("context_lens", a->context_lens), c.tensor("kv_indptr", a->kv_indptr);
+  const double d = a->Q->ndim > 0 && a->Q->shape ? static_cast<double>(a->Q->shape[a->Q->ndim - 1]) : 1.0;
+  c.number("softmax_scale", a->softmax_scale != 0 ? a->softmax_scale : 1.0 / std::sqrt(d > 0 ? d : 1.0));
+  c.integer("gqa", a->gqa), c.integer("mtp", a->mtp);
+  c.tensor("query_scale", a->query_scale), c.tensor("key_scale", a->key_scale), c.tensor("value_scale", a->value_scale);
+  c.tensor("work_indptr", a->work_indptr), c.tensor("work_info", a->work_info);
+  c.tensor("split_o", a->split_o), c.tensor("split_lse", a->split_lse);
+  c.tensor("sink", a->sink), c.tensor("out", a->out);
+  c.set_scratch_lse(a->lse);  // the split rows' scratch (fallback routes only)
   return c;
 }
 

@@ -45,11 +45,14 @@ class CCallArgs final : public CallArgs {
   TensorView view(int i) override;
   TensorView output(int like, const std::vector<int64_t>& shape, DType dtype, Role role) override;
   void* stream(int, const TensorView&) override { return stream_; }
-  bool wants_lse() const override { return lse_ != nullptr; }
+  bool wants_lse() const override { return lse_ != nullptr && !lse_is_scratch_; }
 
   // The caller's LSE buffer (NULL: none asked for), and its out where the op's signature has no
   // parameter for it (flash_attn_func returns its output).
   void set_lse(const DLTensor* lse) { lse_ = lse; }
+  // A buffer the fallback writes an LSE into for its own use (pa_decode_bf16_asm's split rows):
+  // not an LSE the call asks for, so not a reason to keep the call from AITer.
+  void set_scratch_lse(const DLTensor* lse) { lse_ = lse, lse_is_scratch_ = true; }
   void set_out(const DLTensor* out) { out_ = out; }
   const DLTensor* lse() const { return lse_; }
 
@@ -61,6 +64,7 @@ class CCallArgs final : public CallArgs {
   void* stream_;
   CValue values_[kMaxParams];
   const DLTensor* lse_ = nullptr;
+  bool lse_is_scratch_ = false;
   const DLTensor* out_ = nullptr;
 };
 
@@ -71,5 +75,7 @@ CCallArgs call_of(const aiter_compat_paged_args* a, void* stream);
 CCallArgs call_of(const aiter_compat_decode_args* a, void* stream);
 CCallArgs call_of(const aiter_compat_merge_args* a, void* stream);
 CCallArgs call_of(const aiter_compat_batch_prefill_args* a, void* stream);
+CCallArgs call_of(const aiter_compat_gluon_decode_args* a, void* stream);
+CCallArgs call_of(const aiter_compat_asm_decode_args* a, void* stream);
 
 }  // namespace aiter_compat::capi

@@ -82,8 +82,17 @@ struct ExplainCalls {
   aiter_compat_merge_args merge{t.f32({3, 2, 8}), t.f32({3, 2, 8}), t.f32({2, 3}), t.f32({3, 2, 8}), t.f32({2, 3}),
                                 nullptr, t.f32({2})};
   aiter_compat_batch_prefill_args prefill{};
+  aiter_compat_gluon_decode_args gluon{};
+  aiter_compat_asm_decode_args asm_decode{};
 
   ExplainCalls() {
+    gluon.output = t.f32({2, 4, 8}), gluon.query = t.f32({2, 4, 8}), gluon.key_cache = t.f32({4, 2, 2, 16, 4});
+    gluon.value_cache = t.f32({4, 2, 8, 16}), gluon.context_lengths = t.i32({20, 3});
+    gluon.block_tables = t.i32({0, 1, 2, 3}, {2, 2}), gluon.query_length = 1, gluon.max_context_partition_num = 1;
+    asm_decode.Q = t.f32({2, 1, 2, 2, 8}), asm_decode.out = t.f32({2, 1, 2, 2, 8});
+    asm_decode.K = t.f32({4, 2, 2, 16, 4}), asm_decode.V = t.f32({4, 2, 4, 8, 4});
+    asm_decode.kv_indices = t.i32({0, 1, 2}), asm_decode.kv_indptr = t.i32({0, 2, 3}), asm_decode.context_lens = t.i32({20, 3});
+    asm_decode.gqa = 2, asm_decode.mtp = 0;
     prefill.q = t.f32({3, 4, 8}), prefill.k = t.f32({4, 4, 2, 8}), prefill.v = t.f32({4, 4, 2, 8});
     prefill.cu_seqlens_q = t.i32({0, 2, 3}), prefill.kv_indptr = t.i32({0, 2, 3});
     prefill.kv_page_indices = t.i32({3, 0, 1}), prefill.kv_last_page_lens = t.i32({2, 4});
@@ -99,7 +108,11 @@ struct ExplainCalls {
             {"aiter_compat_explain_decode", [this](char* b, size_t n) { return aiter_compat_explain_decode(&decode, b, n); }},
             {"aiter_compat_explain_merge", [this](char* b, size_t n) { return aiter_compat_explain_merge(&merge, b, n); }},
             {"aiter_compat_explain_batch_prefill",
-             [this](char* b, size_t n) { return aiter_compat_explain_batch_prefill(&prefill, b, n); }}};
+             [this](char* b, size_t n) { return aiter_compat_explain_batch_prefill(&prefill, b, n); }},
+            {"aiter_compat_explain_gluon_decode",
+             [this](char* b, size_t n) { return aiter_compat_explain_gluon_decode(&gluon, b, n); }},
+            {"aiter_compat_explain_asm_decode",
+             [this](char* b, size_t n) { return aiter_compat_explain_asm_decode(&asm_decode, b, n); }}};
   }
 };
 

@@ -253,6 +253,108 @@ TEST(CApi, BatchPrefillOnCpuMatchesTheDenseReference) {
   EXPECT_NE(std::string(text).find("mha_batch_prefill_func"), std::string::npos) << text;
 }
 
+namespace {
+
+// An NHD cache [blocks, block, Hk, D] as AITer's 5-D key cache [blocks, Hk, D / x, block, x], its
+// 5-D value cache [blocks, Hk, block / x, D, x], or pa_decode_gluon's [blocks, Hk, D, block].
+enum class Layout5 { key, value, dim_major };
+HostTensor relayout(const HostTensor& nhd, Layout5 l, int64_t x) {
+  const int64_t n = nhd.view.shape[0], bs = nhd.view.shape[1], hk = nhd.view.shape[2], d = nhd.view.shape[3];
+  HostTensor t(DType::f32, l == Layout5::key     ? std::vector<int64_t>{n, hk, d / x, bs, x}
+                           : l == Layout5::value ? std::vector<int64_t>{n, hk, bs / x, d, x}
+                                                 : std::vector<int64_t>{n, hk, d, bs});
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t s = 0; s < bs; ++s)
+      for (int64_t h = 0; h < hk; ++h)
+        for (int64_t e = 0; e < d; ++e) {
+          const int64_t at = l == Layout5::key   ? (((b * hk + h) * (d / x) + e / x) * bs + s) * x + e % x
+                             : l == Layout5::value ? (((b * hk + h) * (bs / x) + s / x) * d + e) * x + s % x
+                                                   : ((b * hk + h) * d + e) * bs + s;
+          t.set(at, nhd.get(((b * bs + s) * hk + h) * d + e));
+        }
+  return t;
+}
+
+}  // namespace
+
+// pa_decode_gluon and pa_decode_bf16_asm through the C API on CPU tensors: AITer's 5-D caches,
+// MTP 2 (causal among a sequence's queries), sinks, against the dense reference; the asm call's
+// schedule splits sequence 0 in two pieces, whose split rows merged back give its rows; without
+// its LSE scratch the asm call names it.
+TEST(CApi, VectorizedDecodesOnCpuMatchTheDenseReference) {
+  constexpr int64_t kHq = 4, kHk = 2, kD = 8, kBlock = 8, kX = 4, kQlen = 2;
+  SeededRng rng;
+  HostTensor kc(DType::f32, {6, kBlock, kHk, kD}), vc(DType::f32, {6, kBlock, kHk, kD}), sinks(DType::f32, {kHq});
+  kc.fill_random(rng), vc.fill_random(rng), sinks.fill_random(rng);
+  const HostTensor k5 = relayout(kc, Layout5::key, kX), v5 = relayout(vc, Layout5::value, kX),
+                   v4 = relayout(vc, Layout5::dim_major, kX);
+  const int64_t ctx[2] = {20, 7};
+  HostTensor table = i32_tensor({4, 0, 2, 5, 1, 3}, {2, 3}), used = i32_tensor({20, 7});
+  HostTensor q(DType::f32, {2 * kQlen, kHq, kD});
+  q.fill_random(rng);
+  const double scale = 0.3;
+  auto check = [&](const HostTensor& out, const char* how) {
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t h = 0; h < kHq; ++h) {
+        const int64_t kh = h / (kHq / kHk);
+        Dense want = dense_attention(rows(q, b * kQlen, kQlen, h), paged_rows(kc, table, b, ctx[b], kh),
+                                     paged_rows(vc, table, b, ctx[b], kh), kD, scale, true, {-1, -1, 0}, sinks.get(h));
+        for (int64_t i = 0; i < kQlen; ++i)
+          for (int64_t e = 0; e < kD; ++e)
+            EXPECT_NEAR(out.get(((b * kQlen + i) * kHq + h) * kD + e), want.out[i * kD + e], 2e-6) << how << " seq " << b;
+      }
+  };
+  for (const HostTensor* vcache : {&v4, &v5}) {
+    HostTensor out(DType::f32, {2 * kQlen, kHq, kD});
+    out.fill(NAN);
+    Dl dout(out), dq(q), dk(k5), dv(*vcache), dctx(used), dtable(table), ds(sinks);
+    aiter_compat_gluon_decode_args g{};
+    g.output = &dout.t, g.query = &dq.t, g.key_cache = &dk.t, g.value_cache = &dv.t, g.context_lengths = &dctx.t;
+    g.block_tables = &dtable.t, g.sinks = &ds.t, g.softmax_scale = scale, g.query_length = kQlen;
+    g.max_context_partition_num = 1;
+    ASSERT_EQ(aiter_compat_gluon_decode(&g, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
+    check(out, vcache == &v4 ? "gluon, [blocks, Hk, D, block] values" : "gluon, 5-D values");
+    g.query_length = 3;  // 4 tokens are not whole sequences of 3
+    EXPECT_EQ(aiter_compat_gluon_decode(&g, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(aiter_compat_last_error()).find("query_length"), std::string::npos) << aiter_compat_last_error();
+  }
+  // pa_decode_bf16_asm: Q [batch, mtp + 1, Hk, gqa, D] (the same values), CSR pages.
+  HostTensor q5(DType::f32, {2, kQlen, kHk, kHq / kHk, kD}), out5(DType::f32, {2, kQlen, kHk, kHq / kHk, kD});
+  for (int64_t i = 0; i < q.numel(); ++i) q5.set(i, q.get(i));
+  out5.fill(NAN);
+  HostTensor indptr = i32_tensor({0, 3, 4}), pages = i32_tensor({4, 0, 2, 5});
+  // Sequence 0 in two pieces (pages 0-1, then 2) for each KV head, sequence 1 straight to out.
+  HostTensor work = i32_tensor({0, 0, 0, 2, 0, 2, 0, 2 << 16, 0, 2, 0, 2, 2, 3, 0, 2 << 16, 0, 0, 0, 2, 0, 2, 0, 4 << 16 | 2,
+                                0, 2, 0, 2, 2, 3, 0, 4 << 16 | 2, 1, -1, 2, 4, 3, 4, 0, 4 << 16},
+                               {5, 8});
+  HostTensor split_o(DType::f32, {4, 1, kHq, kD}), split_lse(DType::f32, {4, 1, kHq, 1}), lse(DType::f32, {kHq, 2 * kQlen});
+  split_o.fill(NAN), split_lse.fill(NAN);
+  Dl dq5(q5), dout5(out5), dk(k5), dv(v5), dctx(used), dind(indptr), dpages(pages), dwork(work), dso(split_o),
+      dsl(split_lse), dlse(lse), ds(sinks);
+  aiter_compat_asm_decode_args a{};
+  a.Q = &dq5.t, a.K = &dk.t, a.V = &dv.t, a.kv_indices = &dpages.t, a.context_lens = &dctx.t, a.kv_indptr = &dind.t;
+  a.work_info = &dwork.t, a.split_o = &dso.t, a.split_lse = &dsl.t, a.sink = &ds.t, a.out = &dout5.t;
+  a.softmax_scale = scale, a.gqa = kHq / kHk, a.mtp = kQlen - 1;
+  EXPECT_EQ(aiter_compat_asm_decode(&a, nullptr), AITER_COMPAT_INVALID_ARGUMENT);  // no LSE scratch
+  EXPECT_NE(std::string(aiter_compat_last_error()).find("lse: found NULL"), std::string::npos) << aiter_compat_last_error();
+  a.lse = &dlse.t;
+  ASSERT_EQ(aiter_compat_asm_decode(&a, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
+  check(out5, "asm decode");  // (Q's and out's 5-D shapes are [tokens, heads, D] in memory)
+  for (int64_t i = 0; i < kQlen; ++i)  // sequence 0's rows merged back from its two pieces (rows i and 2 + i)
+    for (int64_t h = 0; h < kHq; ++h) {
+      const double l0 = split_lse.get(i * kHq + h), l1 = split_lse.get((2 + i) * kHq + h);
+      const double m = std::max(l0, l1), g = m + std::log(std::exp(l0 - m) + std::exp(l1 - m));
+      for (int64_t e = 0; e < kD; ++e) {
+        const double merged = split_o.get((i * kHq + h) * kD + e) * std::exp(l0 - g) +
+                              split_o.get(((2 + i) * kHq + h) * kD + e) * std::exp(l1 - g);
+        EXPECT_NEAR(merged, out5.get((i * kHq + h) * kD + e), 1e-6) << "row " << i << " head " << h;
+      }
+    }
+  char text[4096];
+  ASSERT_EQ(aiter_compat_explain_asm_decode(&a, text, sizeof text), AITER_COMPAT_OK);
+  EXPECT_NE(std::string(text).find("pa_decode_bf16_asm"), std::string::npos) << text;
+}
+
 TEST(CApi, FirstUseFromManyThreadsProbesOnceAndAgrees) {
   ASSERT_EQ(aiter_compat_set_policy(nullptr), AITER_COMPAT_OK);  // forget the router: the next call probes
   constexpr int kThreads = 16;
