@@ -99,6 +99,9 @@ typedef struct {
   const DLTensor* k_descale;
   const DLTensor* v_descale;
   const DLTensor* output_scale;
+  /* Since ABI 5: unified_attention's shuffled_kv_cache (non-zero: k_cache [num_blocks, Hk, D / x,
+   * block_size, x] and v_cache [num_blocks, Hk, block_size / x, D, x], AITer's 5-D layout). */
+  int shuffled_kv_cache;
 } aiter_compat_paged_args;
 
 /* paged_attention_decode: decode (q [batch, Hq, D], one token per sequence; cu_seqlens_q NULL)
@@ -167,6 +170,30 @@ typedef struct {
   const DLTensor* k_descale;
   const DLTensor* v_descale;
 } aiter_compat_batch_prefill_args;
+
+/* Since ABI 5. flash_attn_varlen_fp8_pertensor_func / flash_attn_fp8_pertensor_func: fp8 e4m3 q, k
+ * and v (varlen [tokens, heads, D] with cu_seqlens, or batch [B, S, heads, D] when cu_seqlens_q
+ * is NULL) with per-tensor descales (float32, one element each); out bfloat16. AITer's alone: no
+ * fallback kernel takes fp8 q/k/v, so a call AITer cannot serve correctly is refused
+ * (AITER_COMPAT_NO_ROUTE, every reason in the message). */
+typedef struct {
+  const DLTensor* q;
+  const DLTensor* k;
+  const DLTensor* v;
+  const DLTensor* q_descale;
+  const DLTensor* k_descale;
+  const DLTensor* v_descale;
+  const DLTensor* cu_seqlens_q;
+  const DLTensor* cu_seqlens_k;
+  const DLTensor* sinks;
+  DLTensor* out;
+  int64_t max_seqlen_q;
+  int64_t max_seqlen_k;
+  double softmax_scale;
+  int causal;
+  int64_t window_left;
+  int64_t window_right;
+} aiter_compat_fp8_pertensor_args;
 
 /* Since ABI 5. pa_decode_gluon (SGLang's and ATOM's decode over AITer's 5-D caches): output and
  * query [batch x query_length, Hq, D]; key_cache [blocks, Hk, D / x, block_size, x] (x: 16 bytes
@@ -239,6 +266,12 @@ AITER_COMPAT_API aiter_compat_status aiter_compat_paged_decode(const aiter_compa
 AITER_COMPAT_API aiter_compat_status aiter_compat_merge_attn_states(const aiter_compat_merge_args* args, void* stream);
 AITER_COMPAT_API aiter_compat_status aiter_compat_batch_prefill(const aiter_compat_batch_prefill_args* args, void* stream);
 AITER_COMPAT_API aiter_compat_status aiter_compat_gluon_decode(const aiter_compat_gluon_decode_args* args, void* stream);
+/* Since ABI 5: AITer's Triton flash_attn_varlen_func / flash_attn_func (aiter.ops.triton...mha,
+ * the sink named `sink`) over the same structs as their CK namesakes; and the fp8 per-tensor names. */
+AITER_COMPAT_API aiter_compat_status aiter_compat_triton_varlen_attention(const aiter_compat_varlen_args* args, void* stream);
+AITER_COMPAT_API aiter_compat_status aiter_compat_triton_batch_attention(const aiter_compat_batch_args* args, void* stream);
+AITER_COMPAT_API aiter_compat_status aiter_compat_fp8_pertensor_attention(const aiter_compat_fp8_pertensor_args* args,
+                                                                          void* stream);
 AITER_COMPAT_API aiter_compat_status aiter_compat_asm_decode(const aiter_compat_asm_decode_args* args, void* stream);
 
 /* Writes the route a call would take, the kernel, and every candidate's reasons into buffer
@@ -254,6 +287,12 @@ AITER_COMPAT_API aiter_compat_status aiter_compat_explain_gluon_decode(const ait
                                                                        char* buffer, size_t size);
 AITER_COMPAT_API aiter_compat_status aiter_compat_explain_asm_decode(const aiter_compat_asm_decode_args* args,
                                                                      char* buffer, size_t size);
+AITER_COMPAT_API aiter_compat_status aiter_compat_explain_triton_varlen(const aiter_compat_varlen_args* args, char* buffer,
+                                                                        size_t size);
+AITER_COMPAT_API aiter_compat_status aiter_compat_explain_triton_batch(const aiter_compat_batch_args* args, char* buffer,
+                                                                       size_t size);
+AITER_COMPAT_API aiter_compat_status aiter_compat_explain_fp8_pertensor(const aiter_compat_fp8_pertensor_args* args,
+                                                                        char* buffer, size_t size);
 
 /* Calls per operation and route target since the dispatcher was made (the first call, or the
  * last aiter_compat_set_policy), as JSON: {"op": {"target": calls}}, target "refused" for calls

@@ -173,7 +173,15 @@ AC_ENTRY(merge_attn_states, aiter_compat_merge_args)
 AC_ENTRY(batch_prefill, aiter_compat_batch_prefill_args)
 AC_ENTRY(gluon_decode, aiter_compat_gluon_decode_args)
 AC_ENTRY(asm_decode, aiter_compat_asm_decode_args)
+AC_ENTRY(fp8_pertensor_attention, aiter_compat_fp8_pertensor_args)
 #undef AC_ENTRY
+
+extern "C" aiter_compat_status aiter_compat_triton_varlen_attention(const aiter_compat_varlen_args* a, void* stream) {
+  return guarded([&] { return run(triton_call_of(a, stream)); });
+}
+extern "C" aiter_compat_status aiter_compat_triton_batch_attention(const aiter_compat_batch_args* a, void* stream) {
+  return guarded([&] { return run(triton_call_of(a, stream)); });
+}
 
 #define AC_EXPLAIN(fn, args_type)                                                                   \
   extern "C" aiter_compat_status aiter_compat_explain_##fn(const args_type* a, char* buffer, size_t size) { \
@@ -187,4 +195,12 @@ AC_EXPLAIN(merge, aiter_compat_merge_args)
 AC_EXPLAIN(batch_prefill, aiter_compat_batch_prefill_args)
 AC_EXPLAIN(gluon_decode, aiter_compat_gluon_decode_args)
 AC_EXPLAIN(asm_decode, aiter_compat_asm_decode_args)
+AC_EXPLAIN(fp8_pertensor, aiter_compat_fp8_pertensor_args)
 #undef AC_EXPLAIN
+
+extern "C" aiter_compat_status aiter_compat_explain_triton_varlen(const aiter_compat_varlen_args* a, char* buffer, size_t size) {
+  return guarded([&] { return explain(triton_call_of(a, nullptr), buffer, size); });
+}
+extern "C" aiter_compat_status aiter_compat_explain_triton_batch(const aiter_compat_batch_args* a, char* buffer, size_t size) {
+  return guarded([&] { return explain(triton_call_of(a, nullptr), buffer, size); });
+}

@@ -180,6 +180,7 @@ CCallArgs call_of(const aiter_compat_paged_args* a, void* stream) {
   c.tensor("q_descale", a->q_descale), c.tensor("k_descale", a->k_descale), c.tensor("v_descale", a->v_descale);
   c.tensor("output_scale", a->output_scale);
   c.tensor("sinks", a->sinks);
+  c.flag("shuffled_kv_cache", a->shuffled_kv_cache != 0);
   c.set_lse(a->lse);  // the fallbacks only: AITer's unified_attention returns no LSE
   return c;
 }
@@ -232,6 +233,61 @@ CCallArgs call_of(const aiter_compat_batch_prefill_args* a, void* stream) {
   c.tensor("seqlen_k", a->seqlen_k);
   c.tensor("q_descale", a->q_descale), c.tensor("k_descale", a->k_descale), c.tensor("v_descale", a->v_descale);
   c.tensor("sink_ptr", a->sinks);
+  return c;
+}
+
+CCallArgs triton_call_of(const aiter_compat_varlen_args* a, void* stream) {
+  need_struct(a, "aiter_compat_varlen_args");
+  need("q", a->q), need("k", a->k), need("v", a->v), need("out", a->out);
+  need("cu_seqlens_q", a->cu_seqlens_q), need("cu_seqlens_k", a->cu_seqlens_k);
+  if (a->softcap != 0)
+    bad("softcap", std::to_string(a->softcap), "0: AITer's Triton flash_attn_varlen_func has no soft cap");
+  CCallArgs c(OpId::triton_flash_attn_varlen_func, stream);
+  c.tensor("q", a->q), c.tensor("k", a->k), c.tensor("v", a->v);
+  c.tensor("cu_seqlens_q", a->cu_seqlens_q), c.tensor("cu_seqlens_k", a->cu_seqlens_k);
+  c.integer("max_seqlen_q", a->max_seqlen_q), c.integer("max_seqlen_k", a->max_seqlen_k);
+  if (a->softmax_scale != 0) c.number("softmax_scale", a->softmax_scale);
+  c.flag("causal", a->causal != 0);
+  c.window("window_size", a->window_left, a->window_right);
+  c.flag("return_lse", a->lse != nullptr);
+  c.set_lse(a->lse);
+  c.tensor("out", a->out), c.tensor("sink", a->sinks);
+  return c;
+}
+
+CCallArgs triton_call_of(const aiter_compat_batch_args* a, void* stream) {
+  need_struct(a, "aiter_compat_batch_args");
+  need("q", a->q), need("k", a->k), need("v", a->v), need("out", a->out);
+  CCallArgs c(OpId::triton_flash_attn_func, stream);
+  c.tensor("q", a->q), c.tensor("k", a->k), c.tensor("v", a->v);
+  if (a->softmax_scale != 0) c.number("softmax_scale", a->softmax_scale);
+  c.flag("causal", a->causal != 0);
+  c.window("window_size", a->window_left, a->window_right);
+  c.flag("return_lse", a->lse != nullptr);
+  c.set_lse(a->lse);
+  c.tensor("sink", a->sinks);
+  c.set_out(a->out);
+  return c;
+}
+
+CCallArgs call_of(const aiter_compat_fp8_pertensor_args* a, void* stream) {
+  need_struct(a, "aiter_compat_fp8_pertensor_args");
+  need("q", a->q), need("k", a->k), need("v", a->v), need("out", a->out);
+  need("q_descale", a->q_descale), need("k_descale", a->k_descale), need("v_descale", a->v_descale);
+  const bool varlen = a->cu_seqlens_q != nullptr;
+  if (varlen) need("cu_seqlens_k", a->cu_seqlens_k);
+  CCallArgs c(varlen ? OpId::flash_attn_varlen_fp8_pertensor_func : OpId::flash_attn_fp8_pertensor_func, stream);
+  c.tensor("q", a->q), c.tensor("k", a->k), c.tensor("v", a->v);
+  c.tensor("q_descale", a->q_descale), c.tensor("k_descale", a->k_descale), c.tensor("v_descale", a->v_descale);
+  if (varlen) {
+    c.tensor("cu_seqlens_q", a->cu_seqlens_q), c.tensor("cu_seqlens_k", a->cu_seqlens_k);
+    c.integer("max_seqlen_q", a->max_seqlen_q), c.integer("max_seqlen_k", a->max_seqlen_k);
+  }
+  if (a->softmax_scale != 0) c.number("softmax_scale", a->softmax_scale);
+  c.flag("causal", a->causal != 0);
+  c.window("window_size", a->window_left, a->window_right);
+  c.tensor("sink_ptr", a->sinks);
+  c.set_out(a->out);
   return c;
 }
 

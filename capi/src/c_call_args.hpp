@@ -77,5 +77,9 @@ CCallArgs call_of(const aiter_compat_merge_args* a, void* stream);
 CCallArgs call_of(const aiter_compat_batch_prefill_args* a, void* stream);
 CCallArgs call_of(const aiter_compat_gluon_decode_args* a, void* stream);
 CCallArgs call_of(const aiter_compat_asm_decode_args* a, void* stream);
+CCallArgs call_of(const aiter_compat_fp8_pertensor_args* a, void* stream);
+// AITer's Triton names over the structs of their CK namesakes.
+CCallArgs triton_call_of(const aiter_compat_varlen_args* a, void* stream);
+CCallArgs triton_call_of(const aiter_compat_batch_args* a, void* stream);
 
 }  // namespace aiter_compat::capi

@@ -112,7 +112,11 @@ struct ExplainCalls {
             {"aiter_compat_explain_gluon_decode",
              [this](char* b, size_t n) { return aiter_compat_explain_gluon_decode(&gluon, b, n); }},
             {"aiter_compat_explain_asm_decode",
-             [this](char* b, size_t n) { return aiter_compat_explain_asm_decode(&asm_decode, b, n); }}};
+             [this](char* b, size_t n) { return aiter_compat_explain_asm_decode(&asm_decode, b, n); }},
+            {"aiter_compat_explain_triton_varlen",
+             [this](char* b, size_t n) { return aiter_compat_explain_triton_varlen(&varlen, b, n); }},
+            {"aiter_compat_explain_triton_batch",
+             [this](char* b, size_t n) { return aiter_compat_explain_triton_batch(&batch, b, n); }}};
   }
 };
 

@@ -355,6 +355,62 @@ TEST(CApi, VectorizedDecodesOnCpuMatchTheDenseReference) {
   EXPECT_NE(std::string(text).find("pa_decode_bf16_asm"), std::string::npos) << text;
 }
 
+// AITer's Triton names and the shuffled (5-D) unified_attention through the C API give what
+// their CK-named, NHD counterparts give; the fp8 per-tensor names, with no fallback and no AITer
+// here, are refused with every candidate's reasons.
+TEST(CApi, TritonNamesShuffledCachesAndFp8NamesThroughTheCApi) {
+  SeededRng rng;
+  VarlenCase c(rng);
+  ASSERT_EQ(aiter_compat_triton_varlen_attention(&c.args, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
+  expect_matches_dense(c);
+  c.args.softcap = 5.0;  // Triton's function has no soft cap
+  EXPECT_EQ(aiter_compat_triton_varlen_attention(&c.args, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(aiter_compat_last_error()).find("softcap"), std::string::npos) << aiter_compat_last_error();
+  char text[4096];
+  c.args.softcap = 0.0;
+  ASSERT_EQ(aiter_compat_explain_triton_varlen(&c.args, text, sizeof text), AITER_COMPAT_OK);
+  EXPECT_NE(std::string(text).find("triton_flash_attn_varlen_func"), std::string::npos) << text;
+
+  // unified_attention over the 5-D pair: the same rows as over the NHD cache.
+  constexpr int64_t kHq = 4, kHk = 2, kD = 8, kBlock = 8;
+  HostTensor kc(DType::f32, {5, kBlock, kHk, kD}), vc(DType::f32, {5, kBlock, kHk, kD}), q(DType::f32, {3, kHq, kD}),
+      sinks(DType::f32, {kHq});
+  kc.fill_random(rng), vc.fill_random(rng), q.fill_random(rng), sinks.fill_random(rng);
+  const HostTensor k5 = relayout(kc, Layout5::key, 4), v5 = relayout(vc, Layout5::value, 4);
+  HostTensor cu = i32_tensor({0, 2, 3}), used = i32_tensor({15, 6}), table = i32_tensor({3, 0, 4, 2}, {2, 2});
+  HostTensor out_rows(DType::f32, {3, kHq, kD}), out_5d(DType::f32, {3, kHq, kD});
+  out_rows.fill(NAN), out_5d.fill(NAN);
+  Dl dq(q), dk(kc), dv(vc), dk5(k5), dv5(v5), dcu(cu), dused(used), dtable(table), ds(sinks), dor(out_rows), do5(out_5d);
+  aiter_compat_paged_args p{};
+  p.q = &dq.t, p.k_cache = &dk.t, p.v_cache = &dv.t, p.cu_seqlens_q = &dcu.t, p.seqused_k = &dused.t;
+  p.block_table = &dtable.t, p.sinks = &ds.t, p.out = &dor.t, p.max_seqlen_q = 2, p.max_seqlen_k = 15, p.causal = 1;
+  p.window_left = 5, p.window_right = 0;
+  ASSERT_EQ(aiter_compat_paged_attention(&p, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
+  p.k_cache = &dk5.t, p.v_cache = &dv5.t, p.out = &do5.t, p.shuffled_kv_cache = 1;
+  ASSERT_EQ(aiter_compat_paged_attention(&p, nullptr), AITER_COMPAT_OK) << aiter_compat_last_error();
+  EXPECT_LT(max_difference(values(out_5d), values(out_rows)), 1e-6);
+  p.shuffled_kv_cache = 0;  // 5-D caches without the flag: a caller's mistake, named
+  EXPECT_EQ(aiter_compat_paged_attention(&p, nullptr), AITER_COMPAT_INVALID_ARGUMENT);
+
+  HostTensor q8(DType::f8_e4m3fn, {6, 4, 8}), k8(DType::f8_e4m3fn, {6, 2, 8}), out(DType::bf16, {6, 4, 8}),
+      one(DType::f32, {1});
+  one.fill(1.0);
+  HostTensor cu8 = i32_tensor({0, 2, 6});
+  Dl dq8(q8), dk8(k8), dout(out), done(one), dcu8(cu8);
+  aiter_compat_fp8_pertensor_args f{};
+  f.q = &dq8.t, f.k = &dk8.t, f.v = &dk8.t, f.q_descale = &done.t, f.k_descale = &done.t, f.v_descale = &done.t;
+  f.cu_seqlens_q = &dcu8.t, f.cu_seqlens_k = &dcu8.t, f.out = &dout.t, f.max_seqlen_q = 4, f.max_seqlen_k = 4, f.causal = 1;
+  f.window_left = f.window_right = -1;
+  EXPECT_EQ(aiter_compat_fp8_pertensor_attention(&f, nullptr), AITER_COMPAT_NO_ROUTE);
+  const std::string why = aiter_compat_last_error();
+  EXPECT_NE(why.find("flash_attn_varlen_fp8_pertensor_func"), std::string::npos) << why;
+  EXPECT_NE(why.find("AITer is not installed"), std::string::npos) << why;
+  ASSERT_EQ(aiter_compat_explain_fp8_pertensor(&f, text, sizeof text), AITER_COMPAT_OK);
+  f.cu_seqlens_q = nullptr;  // the batch form: flash_attn_fp8_pertensor_func
+  ASSERT_EQ(aiter_compat_explain_fp8_pertensor(&f, text, sizeof text), AITER_COMPAT_OK);
+  EXPECT_NE(std::string(text).find("flash_attn_fp8_pertensor_func"), std::string::npos) << text;
+}
+
 TEST(CApi, FirstUseFromManyThreadsProbesOnceAndAgrees) {
   ASSERT_EQ(aiter_compat_set_policy(nullptr), AITER_COMPAT_OK);  // forget the router: the next call probes
   constexpr int kThreads = 16;
