@@ -129,37 +129,58 @@ std::vector<KeywordArg> CCallArgs::aiter_keywords(const Route& route) const {
   return out;
 }
 
-CCallArgs call_of(const aiter_compat_varlen_args* a, void* stream) {
+namespace {
+
+// The varlen and batch structs' fields, for CK's names and Triton's (whose sink is `sink`, and
+// whose varlen function has no soft cap).
+CCallArgs varlen_call(OpId op, const aiter_compat_varlen_args* a, void* stream, const char* sink, bool softcap) {
   need_struct(a, "aiter_compat_varlen_args");
   need("q", a->q), need("k", a->k), need("v", a->v), need("out", a->out);
   need("cu_seqlens_q", a->cu_seqlens_q), need("cu_seqlens_k", a->cu_seqlens_k);
-  CCallArgs c(OpId::flash_attn_varlen_func, stream);
+  if (!softcap && a->softcap != 0)
+    bad("softcap", std::to_string(a->softcap), "0: AITer's Triton flash_attn_varlen_func has no soft cap");
+  CCallArgs c(op, stream);
   c.tensor("q", a->q), c.tensor("k", a->k), c.tensor("v", a->v);
   c.tensor("cu_seqlens_q", a->cu_seqlens_q), c.tensor("cu_seqlens_k", a->cu_seqlens_k);
   c.integer("max_seqlen_q", a->max_seqlen_q), c.integer("max_seqlen_k", a->max_seqlen_k);
   if (a->softmax_scale != 0) c.number("softmax_scale", a->softmax_scale);
-  c.number("logits_soft_cap", a->softcap);
+  if (softcap) c.number("logits_soft_cap", a->softcap);
   c.flag("causal", a->causal != 0);
   c.window("window_size", a->window_left, a->window_right);
   c.flag("return_lse", a->lse != nullptr);
   c.set_lse(a->lse);
-  c.tensor("out", a->out), c.tensor("sink_ptr", a->sinks);
+  c.tensor("out", a->out), c.tensor(sink, a->sinks);
   return c;
 }
 
-CCallArgs call_of(const aiter_compat_batch_args* a, void* stream) {
+CCallArgs batch_call(OpId op, const aiter_compat_batch_args* a, void* stream, const char* sink) {
   need_struct(a, "aiter_compat_batch_args");
   need("q", a->q), need("k", a->k), need("v", a->v), need("out", a->out);
-  CCallArgs c(OpId::flash_attn_func, stream);
+  CCallArgs c(op, stream);
   c.tensor("q", a->q), c.tensor("k", a->k), c.tensor("v", a->v);
   if (a->softmax_scale != 0) c.number("softmax_scale", a->softmax_scale);
   c.flag("causal", a->causal != 0);
   c.window("window_size", a->window_left, a->window_right);
   c.flag("return_lse", a->lse != nullptr);
   c.set_lse(a->lse);
-  c.tensor("sink_ptr", a->sinks);
+  c.tensor(sink, a->sinks);
   c.set_out(a->out);
   return c;
+}
+
+}  // namespace
+
+CCallArgs call_of(const aiter_compat_varlen_args* a, void* stream) {
+  return varlen_call(OpId::flash_attn_varlen_func, a, stream, "sink_ptr", true);
+}
+CCallArgs call_of(const aiter_compat_batch_args* a, void* stream) {
+  return batch_call(OpId::flash_attn_func, a, stream, "sink_ptr");
+}
+CCallArgs triton_call_of(const aiter_compat_varlen_args* a, void* stream) {
+  return varlen_call(OpId::triton_flash_attn_varlen_func, a, stream, "sink", false);
+}
+CCallArgs triton_call_of(const aiter_compat_batch_args* a, void* stream) {
+  return batch_call(OpId::triton_flash_attn_func, a, stream, "sink");
 }
 
 CCallArgs call_of(const aiter_compat_paged_args* a, void* stream) {
@@ -233,40 +254,6 @@ CCallArgs call_of(const aiter_compat_batch_prefill_args* a, void* stream) {
   c.tensor("seqlen_k", a->seqlen_k);
   c.tensor("q_descale", a->q_descale), c.tensor("k_descale", a->k_descale), c.tensor("v_descale", a->v_descale);
   c.tensor("sink_ptr", a->sinks);
-  return c;
-}
-
-CCallArgs triton_call_of(const aiter_compat_varlen_args* a, void* stream) {
-  need_struct(a, "aiter_compat_varlen_args");
-  need("q", a->q), need("k", a->k), need("v", a->v), need("out", a->out);
-  need("cu_seqlens_q", a->cu_seqlens_q), need("cu_seqlens_k", a->cu_seqlens_k);
-  if (a->softcap != 0)
-    bad("softcap", std::to_string(a->softcap), "0: AITer's Triton flash_attn_varlen_func has no soft cap");
-  CCallArgs c(OpId::triton_flash_attn_varlen_func, stream);
-  c.tensor("q", a->q), c.tensor("k", a->k), c.tensor("v", a->v);
-  c.tensor("cu_seqlens_q", a->cu_seqlens_q), c.tensor("cu_seqlens_k", a->cu_seqlens_k);
-  c.integer("max_seqlen_q", a->max_seqlen_q), c.integer("max_seqlen_k", a->max_seqlen_k);
-  if (a->softmax_scale != 0) c.number("softmax_scale", a->softmax_scale);
-  c.flag("causal", a->causal != 0);
-  c.window("window_size", a->window_left, a->window_right);
-  c.flag("return_lse", a->lse != nullptr);
-  c.set_lse(a->lse);
-  c.tensor("out", a->out), c.tensor("sink", a->sinks);
-  return c;
-}
-
-CCallArgs triton_call_of(const aiter_compat_batch_args* a, void* stream) {
-  need_struct(a, "aiter_compat_batch_args");
-  need("q", a->q), need("k", a->k), need("v", a->v), need("out", a->out);
-  CCallArgs c(OpId::triton_flash_attn_func, stream);
-  c.tensor("q", a->q), c.tensor("k", a->k), c.tensor("v", a->v);
-  if (a->softmax_scale != 0) c.number("softmax_scale", a->softmax_scale);
-  c.flag("causal", a->causal != 0);
-  c.window("window_size", a->window_left, a->window_right);
-  c.flag("return_lse", a->lse != nullptr);
-  c.set_lse(a->lse);
-  c.tensor("sink", a->sinks);
-  c.set_out(a->out);
   return c;
 }
 
