@@ -15,15 +15,6 @@
 
 namespace aiter_compat::cli {
 
-CLI::App* add_bench_command(CLI::App& app, BenchArgs& args) {
-  CLI::App* c = app.add_subcommand("bench", "Time GPT-OSS-shaped attention on this GPU: fallback kernels, AITer, torch SDPA");
-  c->allow_extras();
-  c->prefix_command();  // everything after `bench` goes to python -m aiter_compat.bench
-  c->footer("Options: --json FILE, --quick, --only REGEX (python -m aiter_compat.bench --help)");
-  (void)args;  // filled from the subcommand's remaining arguments after parsing
-  return c;
-}
-
 int run_bench_command(const BenchArgs& args) {
   const std::vector<std::string>& extras = args.passthrough;
   const char* chosen = std::getenv("AITER_COMPAT_PYTHON");

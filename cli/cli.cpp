@@ -7,10 +7,8 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/cfg/helpers.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
+#include "aiter_compat/probe/logging.hpp"
 #include "aiter_compat/probe/phase_timer.hpp"
 #include "aiter_compat/probe/probe.hpp"
 #include "aiter_compat/probe/render.hpp"
@@ -110,6 +108,25 @@ int run_probe_command(const ProbeArgs& args) {
   return kExitOk;
 }
 
+// The other subcommands' options; what each runs is in its own file (commands.hpp).
+CLI::App* add_selftest_command(CLI::App& app, aiter_compat::cli::SelftestArgs& args) {
+  CLI::App* c = app.add_subcommand(
+      "selftest", "Check every fallback GPU kernel family built for this GPU against the CPU reference (exit 5 if one fails)");
+  c->add_flag("--json", args.json, "Print the rows as JSON (docs/selftest.md)");
+  c->add_option("--device", args.device, "Check this device only (default: every device found)");
+  c->add_option("--dtype", args.dtypes, "Only these dtypes (bf16, f16, f32; repeatable)");
+  c->add_option("--head-dim", args.head_dims, "Check at these head dims (default 64 and 128; repeatable)");
+  return c;
+}
+
+CLI::App* add_bench_command(CLI::App& app) {
+  CLI::App* c = app.add_subcommand("bench", "Time GPT-OSS-shaped attention on this GPU: fallback kernels, AITer, torch SDPA");
+  c->allow_extras();
+  c->prefix_command();  // everything after `bench` goes to python -m aiter_compat.bench
+  c->footer("Options: --json FILE, --quick, --only REGEX (python -m aiter_compat.bench --help)");
+  return c;
+}
+
 // Flushes C++ and C streams on every return: inside Python the process does not exit here, and
 // Python's own sys.stdout buffer is separate from these.
 struct FlushOnReturn {
@@ -128,12 +145,7 @@ int run(int argc, const char* const* argv) {
   FlushOnReturn flush;
   // Diagnostics go to stderr so --json output stays clean; AITER_COMPAT_LOG_LEVEL=debug for more.
   // Set once per process: the Python extension may run the command line several times.
-  static const bool logger_set = [] {
-    spdlog::set_default_logger(spdlog::stderr_color_mt("aiter-compat"));
-    return true;
-  }();
-  (void)logger_set;
-  if (const char* levels = std::getenv("AITER_COMPAT_LOG_LEVEL")) spdlog::cfg::helpers::load_levels(levels);
+  logging::use_command_line_logger();
   // Named here, not from argv[0]: `python -m aiter_compat` would otherwise show __main__.py.
   CLI::App app{"aiter-compat: what the installed AITer can do, and how attention calls are routed", "aiter-compat"};
   app.set_version_flag("--version", std::string("aiter-compat ") + AITER_COMPAT_VERSION,
@@ -158,9 +170,9 @@ int run(int argc, const char* const* argv) {
   probe->add_option("--matrix-entry", args.matrix_entry, "Compare with this release entry (for weak versions)");
   probe->add_flag("--no-dlopen", args.no_dlopen, "Read native modules' ELF exports only; do not try loading them");
   aiter_compat::cli::SelftestArgs selftest_args;
-  CLI::App* selftest = aiter_compat::cli::add_selftest_command(app, selftest_args);
+  CLI::App* selftest = add_selftest_command(app, selftest_args);
   aiter_compat::cli::BenchArgs bench_args;
-  CLI::App* bench = aiter_compat::cli::add_bench_command(app, bench_args);
+  CLI::App* bench = add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,9 +1,9 @@
 #pragma once
-// The subcommands besides probe, each in a file of its own (cli.cpp parses and dispatches).
+// The subcommands besides probe, each run by a file of its own. cli.cpp declares their options
+// and parses: CLI11 is header-only, and each file that includes it takes about ten seconds more to
+// compile.
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace aiter_compat::cli {
 
@@ -17,7 +17,6 @@ struct SelftestArgs {
   std::vector<std::string> dtypes;
   std::vector<int> head_dims;
 };
-CLI::App* add_selftest_command(CLI::App& app, SelftestArgs& args);
 int run_selftest_command(const SelftestArgs& args);
 
 // `aiter-compat bench [--json FILE] [--quick]`: GPT-OSS-shaped cases through each fallback
@@ -25,7 +24,6 @@ int run_selftest_command(const SelftestArgs& args);
 struct BenchArgs {
   std::vector<std::string> passthrough;
 };
-CLI::App* add_bench_command(CLI::App& app, BenchArgs& args);
 int run_bench_command(const BenchArgs& args);
 
 }  // namespace aiter_compat::cli

@@ -2,25 +2,15 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "aiter_compat/shim/log.hpp"
+#include "aiter_compat/probe/logging.hpp"
 #include "aiter_compat/shim/selftest_report.hpp"
 #include "commands.hpp"
 
 namespace aiter_compat::cli {
 
-CLI::App* add_selftest_command(CLI::App& app, SelftestArgs& args) {
-  CLI::App* c = app.add_subcommand(
-      "selftest", "Check every fallback GPU kernel family built for this GPU against the CPU reference (exit 5 if one fails)");
-  c->add_flag("--json", args.json, "Print the rows as JSON (docs/selftest.md)");
-  c->add_option("--device", args.device, "Check this device only (default: every device found)");
-  c->add_option("--dtype", args.dtypes, "Only these dtypes (bf16, f16, f32; repeatable)");
-  c->add_option("--head-dim", args.head_dims, "Check at these head dims (default 64 and 128; repeatable)");
-  return c;
-}
-
 int run_selftest_command(const SelftestArgs& args) {
   // The table says what failed and why; the library's warnings would say it again on stderr.
-  if (!std::getenv("AITER_COMPAT_LOG_LEVEL")) log().set_level(spdlog::level::err);
+  if (!std::getenv("AITER_COMPAT_LOG_LEVEL")) logging::set_library_level(logging::Level::err);
   selftest::Run run;
   try {
     run = selftest::run_on_present_gpus(/*fresh=*/true, args.device >= 0 ? std::optional<int>(args.device) : std::nullopt,

@@ -7,8 +7,8 @@
 #include <mutex>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
+#include "aiter_compat/probe/logging.hpp"
 #include "aiter_compat/probe/op_table.hpp"
 #include "aiter_compat/probe/phase_timer.hpp"
 #include "embedded_text.hpp"
@@ -152,7 +152,7 @@ PyObject* embedded_bytecode(const EmbeddedModule& m) {
 PyObject* load_module(const EmbeddedModule& m, std::string& error) {
   PyObject* code = embedded_bytecode(m);
   if (!code) {
-    spdlog::debug("{}: no bytecode for this Python version; compiling the source", m.filename);
+    logging::process(logging::Level::debug, std::string(m.filename) + ": no bytecode for this Python version; compiling the source");
     code = Py_CompileString(m.source, m.filename, Py_file_input);
   }
   if (!code) {
@@ -197,8 +197,9 @@ void run_site_once() {
   PhaseTimer t("site (site-packages on sys.path)");
   PyObject* site = PyImport_ImportModule("site");
   PyObject* done = site ? PyObject_CallMethod(site, "main", nullptr) : nullptr;
-  if (!done) spdlog::warn("python: running site failed ({}); site-packages may be missing from sys.path",
-                          fetch_python_error());
+  if (!done)
+    logging::process(logging::Level::warn, "python: running site failed (" + fetch_python_error() +
+                                               "); site-packages may be missing from sys.path");
   Py_XDECREF(done);
   Py_XDECREF(site);
 }

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <sstream>
 
-#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
+#include "aiter_compat/probe/logging.hpp"
 #include "embedded_text.hpp"
 
 namespace aiter_compat {
@@ -374,7 +374,7 @@ const CompatMatrix& load_matrix(const std::string& override_path, std::string* s
   std::ifstream in(path);
   if (!in) {
     *warning = "cannot read matrix " + path + "; using the built-in matrix";
-    spdlog::warn("{}", *warning);
+    logging::process(logging::Level::warn, *warning);
     *source = "built-in";
     return CompatMatrix::builtin();
   }
@@ -387,7 +387,7 @@ const CompatMatrix& load_matrix(const std::string& override_path, std::string* s
     return *loaded;
   } catch (const MatrixError& e) {
     *warning = std::string(e.what()) + "; using the built-in matrix";
-    spdlog::warn("{}", *warning);
+    logging::process(logging::Level::warn, *warning);
     *source = "built-in";
     return CompatMatrix::builtin();
   }

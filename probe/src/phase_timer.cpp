@@ -1,6 +1,6 @@
 #include "aiter_compat/probe/phase_timer.hpp"
 
-#include <spdlog/spdlog.h>
+#include "aiter_compat/probe/logging.hpp"
 
 namespace aiter_compat {
 
@@ -10,6 +10,8 @@ PhaseTimer::~PhaseTimer() {
   log_phase(phase_, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count());
 }
 
-void log_phase(const std::string& phase, double ms) { spdlog::debug("phase {}: {:.2f} ms", phase, ms); }
+void log_phase(const std::string& phase, double ms) {
+  logging::process(logging::Level::debug, "phase " + phase + ": " + logging::fixed(ms, 2) + " ms");
+}
 
 }  // namespace aiter_compat

@@ -15,7 +15,7 @@
 #include "aiter_compat/probe/render.hpp"
 #include "aiter_compat/shim/dispatch.hpp"
 #include "aiter_compat/shim/errors.hpp"
-#include "aiter_compat/shim/log.hpp"
+#include "aiter_compat/probe/logging.hpp"
 #include "aiter_compat/gpu_runtime/launch.hpp"
 #include "aiter_compat/shim/selftest.hpp"
 #include "aiter_compat/shim/selftest_report.hpp"
@@ -326,7 +326,7 @@ PyObject* api_after_fork_in_child(PyObject*, PyObject*) {
 PyObject* api_log(PyObject*, PyObject* args) {
   const char *level = nullptr, *text = nullptr;
   if (!PyArg_ParseTuple(args, "ss", &level, &text)) return nullptr;
-  log().log(spdlog::level::from_str(level), "{}", text);
+  logging::library(logging::level_named(level), text);
   Py_RETURN_NONE;
 }
 
@@ -396,7 +396,7 @@ PyObject* api_warmup(PyObject*, PyObject* args, PyObject* kwargs) {
     }
     Py_END_ALLOW_THREADS
     if (error) std::rethrow_exception(error);
-    if (!run.gpu_present) log().info("warmup: no GPU to check ({})", run.no_gpu);
+    if (!run.gpu_present) log_info("warmup: no GPU to check (" + run.no_gpu + ")");
     return json_to_python(selftest::to_json(run.rows));
   });
 }

@@ -4,7 +4,7 @@
 
 #include "aiter_compat/gpu_runtime/family_verdicts.hpp"
 
-#include "aiter_compat/shim/log.hpp"
+#include "aiter_compat/probe/logging.hpp"
 
 namespace aiter_compat {
 
@@ -12,7 +12,7 @@ Policy policy_from_environment() {
   const char* text = std::getenv("AITER_COMPAT_POLICY");
   if (!text || !*text) return Policy::automatic;
   if (auto p = parse_policy(text)) return *p;
-  log().warn("AITER_COMPAT_POLICY={} is not one of auto, prefer-fallback, aiter-only; using auto", text);
+  log_warn(std::string("AITER_COMPAT_POLICY=") + text + " is not one of auto, prefer-fallback, aiter-only; using auto");
   return Policy::automatic;
 }
 
@@ -29,10 +29,9 @@ Dispatcher::Dispatcher(const Options& options) : front_(options.front) {
   std::string ops;
   for (const auto& op : report_.ops)
     if (op.present) ops += (ops.empty() ? "" : ", ") + op.name + (op.sinks == Support::supported ? " (sinks)" : "");
-  log().info("{}; policy {}; entry points: {}; GPU {}",
-             router.capabilities().aiter_found ? router.capabilities().aiter_label : std::string("no AITer"),
-             to_string(router.policy()), ops.empty() ? "none" : ops,
-             report_.device.present ? report_.device.arch : "none");
+  log_info((router.capabilities().aiter_found ? router.capabilities().aiter_label : std::string("no AITer")) +
+           "; policy " + to_string(router.policy()) + "; entry points: " + (ops.empty() ? "none" : ops) + "; GPU " +
+           (report_.device.present ? report_.device.arch : "none"));
   RouteTrace::instance().attach(this);
 }
 
@@ -51,8 +50,8 @@ const Route& Dispatcher::route(const CallFeatures& f) {
       warned_[static_cast<int>(f.op)] = true;
       std::string why;
       for (const auto& reason : r.candidates.front().reasons) why += (why.empty() ? "" : "; ") + reason;
-      log().warn("{} goes to {} instead of AITer: {}", to_string(f.op),
-                 r.kind == RouteKind::refused ? "no route" : r.target, why);
+      log_warn(to_string(f.op) + " goes to " + (r.kind == RouteKind::refused ? "no route" : r.target) +
+               " instead of AITer: " + why);
     }
   }
   return r;
@@ -78,7 +77,7 @@ void Dispatcher::disable_aiter(const std::string& why) {
   routers_.push_back(std::make_unique<Router>(std::move(caps), router().policy(), gpu::verdict_generation()));
   router_.store(routers_.back().get(), std::memory_order_release);
   for (bool& w : warned_) w = false;
-  log().warn("AITer is routed around from now on: {}", why);
+  log_warn("AITer is routed around from now on: " + why);
 }
 
 const Route& Dispatcher::reroute_without_aiter(const CallFeatures& f, const Route& failed, const std::string& why) {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "aiter_compat/shim/dispatch.hpp"
-#include "aiter_compat/shim/log.hpp"
+#include "aiter_compat/probe/logging.hpp"
 
 namespace aiter_compat {
 namespace {
@@ -65,8 +65,8 @@ RouteTrace::RouteTrace() {
   // one whole line (O_APPEND keeps lines of different processes apart).
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    log().warn("AITER_COMPAT_TRACE={}: cannot open {} for appending ({}); no route trace is written", text, path_,
-               std::strerror(errno));
+    log_warn(std::string("AITER_COMPAT_TRACE=") + text + ": cannot open " + path_ + " for appending (" +
+             std::strerror(errno) + "); no route trace is written");
     return;
   }
   std::atexit(at_exit);
@@ -80,7 +80,7 @@ void RouteTrace::write_line(const std::string& line) {
     ssize_t n = ::write(fd_, p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      log().warn("route trace {}: write failed ({}); no more lines are written", path_, std::strerror(errno));
+      log_warn("route trace " + path_ + ": write failed (" + std::strerror(errno) + "); no more lines are written");
       ::close(fd_);
       fd_ = -1;
       return;

@@ -13,7 +13,7 @@
 
 #include "aiter_compat/gpu_runtime/runtime.hpp"
 #include "aiter_compat/shim/gpu_runner.hpp"
-#include "aiter_compat/shim/log.hpp"
+#include "aiter_compat/probe/logging.hpp"
 #include "aiter_compat/shim/selftest_cache.hpp"
 #include "aiter_compat/shim/selftest_cases.hpp"
 #include "aiter_compat/shim/validate.hpp"
@@ -38,7 +38,7 @@ Mode parse_mode() {
   if (text.empty() || text == "first-use") return Mode::first_use;
   if (text == "always") return Mode::always;
   if (text == "off") return Mode::off;
-  log().warn("AITER_COMPAT_SELFTEST={} is not one of first-use, always, off; using first-use", text);
+  log_warn("AITER_COMPAT_SELFTEST=" + text + " is not one of first-use, always, off; using first-use");
   return Mode::first_use;
 }
 
@@ -221,16 +221,16 @@ DeviceCache& device_cache(gpu::Vendor v, int device) {
       c.usable = true;
       std::string problem;
       if (mode() != Mode::always) c.entries = load_cache(c.key, &problem);
-      if (!problem.empty()) log().warn("self-test cache: {}", problem);
+      if (!problem.empty()) log_warn("self-test cache: " + problem);
     } catch (const gpu::GpuError& e) {
-      log().debug("self-test cache not used: {}", e.what());
+      log_debug(std::string("self-test cache not used: ") + e.what());
     }
   }
   return caches.emplace(id, std::move(c)).first->second;
 }
 
 void warn_failed(const FamilyKey& k, const FamilyResult& r) {
-  log().warn("fallback kernel family {} {}; calls take the next candidate", gpu::family_label(k), reason(k, r));
+  log_warn("fallback kernel family " + gpu::family_label(k) + " " + reason(k, r) + "; calls take the next candidate");
 }
 
 // The verdict of one family: known, cached, or measured now (the run mutex held).
@@ -239,7 +239,7 @@ FamilyResult check(const FamilyKey& k, void* stream) {
   static bool fault_warned = false;
   if (!gpu::selftest_fault().error.empty() && !fault_warned) {
     fault_warned = true;
-    log().warn("AITER_COMPAT_SELFTEST_FAULT={} ignored: {}", gpu::selftest_fault().text, gpu::selftest_fault().error);
+    log_warn("AITER_COMPAT_SELFTEST_FAULT=" + gpu::selftest_fault().text + " ignored: " + gpu::selftest_fault().error);
   }
   DeviceCache& cache = device_cache(k.vendor, k.device);
   if (auto it = cache.entries.find(cache_family(k)); it != cache.entries.end()) {
@@ -272,11 +272,12 @@ FamilyResult check(const FamilyKey& k, void* stream) {
   r.millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (r.verdict == Verdict::unknown) return r;  // nothing to check: the launcher never picks it
   gpu::record_verdict(k, r);
-  log().debug("self-test {}: {} in {:.2f} ms ({})", gpu::family_label(k), gpu::to_string(r.verdict), r.millis, r.detail);
+  log_debug("self-test " + gpu::family_label(k) + ": " + gpu::to_string(r.verdict) + " in " + logging::fixed(r.millis, 2) +
+            " ms (" + r.detail + ")");
   if (r.verdict == Verdict::failed) warn_failed(k, r);
   if (cache.usable) {
     std::string problem;
-    if (!store_cache(cache.key, cache_family(k), r, &problem)) log().debug("self-test cache not written: {}", problem);
+    if (!store_cache(cache.key, cache_family(k), r, &problem)) log_debug("self-test cache not written: " + problem);
   }
   return r;
 }

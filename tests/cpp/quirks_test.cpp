@@ -128,8 +128,9 @@ TEST(Quirks, EveryQuirkInTheMatrixHasMustNotApplyRows) {
       if (row.quirk == q.id) shown.insert(std::string(row.status) == "absent" ? row.condition : "applies");
     EXPECT_TRUE(shown.count("applies")) << q.id << ": add a row where it applies";
     EXPECT_TRUE(shown.count("version")) << q.id << ": add a row outside " << q.versions.text();
-    if (!q.archs.empty() || !q.archs_not.empty())
+    if (!q.archs.empty() || !q.archs_not.empty()) {
       EXPECT_TRUE(shown.count("arch")) << q.id << ": add a row on a GPU it does not name (or excludes)";
+    }
   }
 }
 

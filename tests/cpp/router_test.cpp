@@ -194,7 +194,9 @@ TEST(Router, SoftcapRunsOnTheGpuKernelsDropoutDoesNot) {
   ASSERT_EQ(r.kind, RouteKind::fallback_gpu);
   ASSERT_FALSE(r.kernels.empty());
   for (const auto& k : r.kernels)
-    if (k.name != "tiled_wgmma") EXPECT_TRUE(k.accepted) << k.name << ": " << ::testing::PrintToString(k.reasons);
+    if (k.name != "tiled_wgmma") {
+      EXPECT_TRUE(k.accepted) << k.name << ": " << ::testing::PrintToString(k.reasons);
+    }
   f = vllm_prefill(true);
   f.dropout = true;
   f.nondefault |= bit(f.op, "dropout_p");

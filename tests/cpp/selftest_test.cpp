@@ -173,7 +173,9 @@ TEST_F(Selftest, AFaultyFamilyIsPassedOverAndResultsStayRight) {
   fake.reset();
   const KernelId ran = run_gpu(call.gpu_args(), nullptr);
   EXPECT_NE(ran, faulty);  // the next row
-  if (faulty == KernelId::tiled_wgmma) EXPECT_EQ(ran, KernelId::tiled_rows);
+  if (faulty == KernelId::tiled_wgmma) {
+    EXPECT_EQ(ran, KernelId::tiled_rows);
+  }
   EXPECT_LE(call.error(), 1e-2);
   const gpu::FamilyResult r = gpu::result_of({kVendor, 0, faulty, AC_DTYPE_BF16, 64});
   EXPECT_EQ(r.verdict, Verdict::failed);

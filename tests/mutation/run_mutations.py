@@ -29,7 +29,8 @@ FAULTS = os.path.join(ROOT, "tests", "mutation", "faults.yaml")
 # Directories never copied: builds (this one included), caches, results.
 SKIP_DIRS = {".git", "__pycache__", "gpu-results", ".pytest_cache"}
 # Each kind of selection: the test binary it runs (a gtest filter) or, for pytest, the extension.
-TARGETS = {"gtest": "aiter_compat_unit_tests", "hip": "aiter_compat_hip_launcher_tests",
+TARGETS = {"gtest": "aiter_compat_unit_tests", "kernel": "aiter_compat_kernel_host_tests",
+           "hip": "aiter_compat_hip_launcher_tests",
            "selftest": "aiter_compat_hip_selftest_tests", "pytest": "_aiter_compat"}
 # Everything else a selection's tests run, so that a fault reaches each of them rebuilt: pytest
 # drives the CLI (the probe's tests) and loads the C library with ctypes (the C API's tests).
@@ -40,6 +41,8 @@ ALSO_BUILT = {"pytest": ["aiter-compat", "aiter_compat"]}
 # The environment a gtest binary runs in, as ctest gives it (tests/CMakeLists.txt).
 GTEST_ENV = {
     "gtest": {},
+    # The kernels' headers built for the CPU: a fault in one rebuilds no code object.
+    "kernel": {},
     # The stand-in HIP runtime records launches and computes nothing: the self-test of each
     # kernel family (first use) would fail every one of them.
     "hip": {"LD_LIBRARY_PATH": ("tests", "fake_hip"), "AITER_COMPAT_SELFTEST": "off"},
@@ -125,14 +128,37 @@ def sync_copy(copy):
     return written
 
 
-def configure(copy, archs):
+# The files the code objects are compiled from (cmake/FallbackKernels.cmake).
+KERNEL_SOURCES = "fallback_kernels/gpu/"
+
+
+def borrowed_kernels(faults, archs):
+    """The main build's folder of code objects (build/kernels) when the copy may take them rather
+    than compile its own: each arch the copy needs is there and newer than every kernel source,
+    and no fault planted in a kernel source runs a selection that loads a code object (hip,
+    selftest; the kernel selections build the sources for the CPU). None otherwise."""
+    if any(f["file"].startswith(KERNEL_SOURCES) and ("hip" in f or "selftest" in f) for f in faults):
+        return None
+    folder = os.path.join(ROOT, "build", "kernels")
+    sources = [os.path.join(ROOT, KERNEL_SOURCES, n) for n in os.listdir(os.path.join(ROOT, KERNEL_SOURCES))]
+    newest = max(os.path.getmtime(p) for p in sources)
+    for arch in filter(None, archs.split(";")):
+        co = os.path.join(folder, f"attention_{arch}.co")
+        if not os.path.isfile(co) or os.path.getmtime(co) <= newest:
+            return None
+    return folder
+
+
+def configure(copy, archs, kernels_from):
     """Configures the copy once (again only when these settings change): no benchmarks, code
-    objects for the archs the hip selections load (none of the nvcc ones, which take minutes),
-    -O1 without debug information (quicker compiles and links of each fault), lld if present."""
+    objects for the archs the hip selections load (none of the nvcc ones, which take minutes;
+    copied from the main build where borrowed_kernels allows), -O1 without debug information
+    (quicker compiles and links of each fault), lld if present."""
     build = os.path.join(copy, "build")
     args = ["cmake", "-S", copy, "-B", build, "-G", "Ninja", f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DAITER_COMPAT_GPU_ARCHS={archs}", "-DAITER_COMPAT_BUILD_BENCH=OFF", "-DCMAKE_BUILD_TYPE=Release",
-            "-DCMAKE_CXX_FLAGS_RELEASE=-O1", "-DCMAKE_C_FLAGS_RELEASE=-O1"]
+            "-DCMAKE_CXX_FLAGS_RELEASE=-O1", "-DCMAKE_C_FLAGS_RELEASE=-O1",
+            f"-DAITER_COMPAT_KERNELS_FROM={kernels_from or ''}"]
     if shutil.which("ld.lld"):
         args += [f"-DCMAKE_{kind}_LINKER_FLAGS=-fuse-ld=lld" for kind in ("EXE", "SHARED", "MODULE")]
     stamp = os.path.join(build, "mutation-configure.txt")
@@ -210,13 +236,15 @@ def main():
     copy = os.path.join(args.work, "src")
     os.makedirs(copy, exist_ok=True)
     written = sync_copy(copy)
-    build = configure(copy, args.archs)
+    kernels_from = borrowed_kernels(faults, args.archs)
+    build = configure(copy, args.archs, kernels_from)
     needed = targets_of(kind for f in faults for kind, _ in selections(f))
     ok, log = build_targets(build, needed)
     if not ok:
         say(log)
         return 2
-    say(f"mutation: copy at {copy} ({written} files updated), built in {time.monotonic() - start:.0f}s")
+    say(f"mutation: copy at {copy} ({written} files updated), built in {time.monotonic() - start:.0f}s"
+        + (f", its code objects copied from {kernels_from}" if kernels_from else ""))
 
     # The unchanged copy must pass every selection, and run it rather than skip it.
     baseline = {}
