@@ -9,7 +9,7 @@ off are timed on the same inputs in alternating runs (their difference is a few 
 about what a 10 us call drifts between two measurements); for decode the sink cost is taken from
 runs of ten replays back to back (means, finer than the timer's steps). The host cost of
 a call is timed separately (eager, per call). Prefill (causal, window 128, head dim 64 and 128,
-GPT-OSS heads) is timed eagerly; causal FLOPs count only the pairs computed. Ratios are peer
+GPT-OSS heads; head dim 256 causal on the same heads) is timed eagerly; causal FLOPs count only the pairs computed. Ratios are peer
 time / our time (above 1: we are faster). Prints a table, writes JSON. The cases and the timing
 helpers are aiter_compat.bench's (what `aiter-compat bench` runs for users), one definition.
 
@@ -23,7 +23,7 @@ import torch  # noqa: F401 (the GPU; aiter_compat.bench imports it too)
 
 from aiter_compat.bench import (  # noqa: F401 (the shared cases and timing helpers)
     L2_BYTES, back_to_back, copy_bandwidth, decode_case, decode_name, decode_shapes, event_time, graph_replay,
-    matmul_rate, prefill_case, prefill_name, prefill_shapes, ratio, sdpa_decode, sdpa_prefill, timed, timed_graphs,
+    matmul_rate, prefill_case, prefill_name, prefill_shapes, prefill_windows, ratio, sdpa_decode, sdpa_prefill, timed, timed_graphs,
     timed_pair, DECODE_WINDOWS, FP8_DECODE_WINDOWS, PREFILL_DIMS, PREFILL_WINDOWS)
 
 
@@ -75,10 +75,9 @@ def main():
                 row[f"{peer}_us"] = sdpa_decode(batch, ctx, be) * 1e6
                 row[f"{peer}/ours"] = ratio(row[f"{peer}_us"], row["us"])
             rows.append(row)
-    prefill = prefill_shapes(args.quick)
     for d in PREFILL_DIMS:
-        for batch, seqlen in prefill:
-            for window in PREFILL_WINDOWS:
+        for batch, seqlen in prefill_shapes(args.quick, d):
+            for window in prefill_windows(d):
                 name = prefill_name(d, batch, seqlen, window)
                 if not wanted(name):
                     continue

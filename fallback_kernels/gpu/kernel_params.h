@@ -67,8 +67,12 @@ struct ac_tiled_shape {
     return sink_offset() + block_m() * 4 + (warpgroup ? 1024 : 0);
   }
 };
+// Head dim 256 (the row shape only): one 16-row m-tile per warp and 32-key tiles, so that the
+// output fragments (128 floats a thread) fit the registers and two blocks the shared memory.
 constexpr ac_tiled_shape ac_tiled_rows_shape(int head_dim) {
-  return head_dim == 64 ? ac_tiled_shape{4, 2, 1, 64, 3, 64, 2} : ac_tiled_shape{4, 2, 1, 64, 2, 128, 2};
+  return head_dim == 64    ? ac_tiled_shape{4, 2, 1, 64, 3, 64, 2}
+         : head_dim == 128 ? ac_tiled_shape{4, 2, 1, 64, 2, 128, 2}
+                           : ac_tiled_shape{4, 1, 1, 32, 2, 256, 2};
 }
 constexpr ac_tiled_shape ac_tiled_wgmma_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{8, 1, 1, 64, 3, 64, 2, 1} : ac_tiled_shape{8, 1, 1, 64, 2, 128, 2, 1};
@@ -80,8 +84,11 @@ constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
 // tile ahead, two blocks per CU (two waves per SIMD: at most 256 VGPRs + AGPRs each). "rows":
 // each wave 32 query rows on v_mfma_f32_32x32x8; "keys": 16 rows shared by the four waves, each
 // scoring 16 keys of a 64-key tile on v_mfma_f32_16x16x16.
+// At head dim 256 "rows" keeps one block per CU (one wave per SIMD, 512 VGPRs + AGPRs): its
+// output (128) and query (64) registers and the tile loaded ahead do not fit 256, and its 33 KiB
+// K/V stage leaves no room for a second block in gfx90a's and gfx942's 64 KiB of LDS.
 constexpr ac_tiled_shape ac_tiled_rows_shape_amd(int head_dim) {
-  return ac_tiled_shape{4, 1, 1, head_dim == 64 ? 64 : 32, 1, head_dim, 2, 0, 64, 32};
+  return ac_tiled_shape{4, 1, 1, head_dim == 64 ? 64 : 32, 1, head_dim, head_dim == 256 ? 1 : 2, 0, 64, 32};
 }
 constexpr ac_tiled_shape ac_tiled_keys_shape_amd(int head_dim) {
   return ac_tiled_shape{1, 1, 4, 64, 1, head_dim, 2, 0, 64, 16};

@@ -300,17 +300,28 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d128, BF16, shape_of(128), true, true)        \
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d64, F16, shape_of(64), true, true)            \
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d128, F16, shape_of(128), true, true)
+// Head dim 256: the row shapes alone (kernel_table.cpp says why).
+#define AC_TILED_KERNELS_D256(kind, shape_of)                                                    \
+  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d256, BF16, shape_of(256), false, false)                \
+  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d256, F16, shape_of(256), false, false)                  \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d256, BF16, shape_of(256), true, false)           \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d256, F16, shape_of(256), true, false)             \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d256, BF16, shape_of(256), true, true)        \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d256, F16, shape_of(256), true, true)
 #if defined(AC_NVIDIA)
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape)
+AC_TILED_KERNELS_D256(rows, ac_tiled_rows_shape)
 AC_TILED_KERNELS(keys, ac_tiled_keys_shape)
 #if AC_HAS_WARPGROUP_MMA
 AC_TILED_KERNELS(wgmma, ac_tiled_wgmma_shape)
 #endif
 #else
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape_amd)
+AC_TILED_KERNELS_D256(rows, ac_tiled_rows_shape_amd)
 AC_TILED_KERNELS(keys, ac_tiled_keys_shape_amd)
 #endif
 #undef AC_TILED_KERNELS
+#undef AC_TILED_KERNELS_D256
 #undef AC_TILED_KERNEL
 
 #endif  // AC_HAS_MATRIX_OPS

@@ -26,12 +26,21 @@ std::string dtype_names(const std::vector<int>& v) {
 // (paged only: unified_attention's and the paged decode's caches).
 constexpr int kHalf[] = {AC_DTYPE_BF16, AC_DTYPE_F16, AC_KTYPE_BF16_KV8, AC_KTYPE_F16_KV8};
 constexpr int kDims[] = {64, 128};
+// The row tiles also take head dim 256 (Gemma's): the keys shape's K/V tile and its four-warp
+// epilogue do not fit gfx90a's and gfx942's 64 KiB of LDS there, and warpgroup_ops.hpp's MMAs
+// are 64 or 128 wide. Calls of up to 16 rows at 256 take the row tiles (launch_fits).
+constexpr int kRowDims[] = {64, 128, 256};
+
+std::vector<int> tiled_dims(KernelId id) {
+  if (id == KernelId::tiled_rows) return {std::begin(kRowDims), std::end(kRowDims)};
+  return {std::begin(kDims), std::end(kDims)};
+}
 
 std::vector<std::string> tiled_names(KernelId id) {
   std::vector<std::string> names;
   for (bool paged : {false, true})
     for (int t : kHalf)
-      for (int d : kDims)
+      for (int d : tiled_dims(id))
         if (paged || !kv8_type(t)) names.push_back(tiled_kernel_name(id, paged, t, d));
   return names;
 }
@@ -65,7 +74,7 @@ bool rows_load_16_bytes(const ac_attention_params& p, int dtype) {
   const bool strides = p.q_tok % 8 == 0 && p.q_head % 8 == 0 && p.k_tok % 8 == 0 && p.k_slot % 8 == 0 &&
                        p.k_head % 8 == 0 && p.v_tok % 8 == 0 && p.v_slot % 8 == 0 && p.v_head % 8 == 0;
   const bool typed = dtype == AC_DTYPE_BF16 || dtype == AC_DTYPE_F16 || (kv8_type(dtype) && p.paged);
-  return typed && (p.head_dim == 64 || p.head_dim == 128) && p.head_dim_v == p.head_dim && aligned16(p.q) &&
+  return typed && (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) && p.head_dim_v == p.head_dim && aligned16(p.q) &&
          aligned16(p.k) && aligned16(p.v) && strides;
 }
 
@@ -144,7 +153,7 @@ const std::vector<KernelRow>& kernel_rows() {
     r.push_back({K::tiled_wgmma, "tiled_wgmma", "row tiles on Hopper's warpgroup MMA (prefill, extend)",
                  KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, kSoftcap, {"sm_90"}, tiled_names(K::tiled_wgmma)});
     r.push_back({K::tiled_rows, "tiled_rows", "row tiles on mma.sync or MFMA (prefill, extend)", KernelDevice::gpu,
-                 KernelOp::attention, half, dims, 0, true, 0, kSoftcap, matrix_archs, tiled_names(K::tiled_rows)});
+                 KernelOp::attention, half, tiled_dims(K::tiled_rows), 0, true, 0, kSoftcap, matrix_archs, tiled_names(K::tiled_rows)});
     r.push_back({K::decode, "decode", "direct loads, one query per sequence over a paged cache", KernelDevice::gpu,
                  KernelOp::attention, half, dims, 0, true, AC_DECODE_MAX_GROUP, kSoftcap, {}, decode_names()});
     r.push_back({K::generic, "generic", "direct loads, any call a GPU route takes", KernelDevice::gpu,
@@ -218,11 +227,20 @@ bool launch_fits(KernelId id, const ac_attention_params& p, int dtype, int64_t r
     case KernelId::tiled_rows:
       // "keys" holds up to 16 rows in one tile; the row shapes take the rest. The tiled kernels
       // also store 16 bytes of the output at a time; grid z holds the sequences.
-      return (id == KernelId::tiled_keys) == (rows <= 16) && rows_load_16_bytes(p, dtype) && aligned16(p.out) &&
+      // (At head dim 256, where no keys shape is built, the row shapes take every call.)
+      return ((id == KernelId::tiled_keys) == (rows <= 16) || (id == KernelId::tiled_rows && p.head_dim == 256)) &&
+             rows_load_16_bytes(p, dtype) && aligned16(p.out) &&
              p.out_tok % 8 == 0 && p.out_head % 8 == 0 && p.batch <= 65535;
     case KernelId::decode:
       return p.paged && p.uniform_q == 1 && p.hq / p.hk <= AC_DECODE_MAX_GROUP && rows_load_16_bytes(p, dtype);
-    case KernelId::generic: return true;
+    case KernelId::generic: {
+      // Its block holds the group's queries and outputs (kernel_params.h). The router gives the
+      // GPU only calls this row takes (router.cpp: gpu_candidate); a direct launch that skipped
+      // it (run_gpu) must still not reach a generic block too small for its group.
+      const int64_t group = p.hk > 0 ? p.hq / p.hk : 0;
+      const int64_t widest = std::max(p.head_dim, p.head_dim_v);
+      return group <= AC_MAX_GROUP && group * widest <= AC_MAX_GROUP_ELEMS && widest <= AC_MAX_HEAD_DIM;
+    }
     default: return false;
   }
 }

@@ -12,7 +12,8 @@
 namespace aiter_compat::gpu {
 namespace {
 
-int dim_index(int head_dim) { return head_dim == 128; }
+// Head dims with their own decode or tiled kernels: 64, 128, 256 (the row tiles only).
+int dim_index(int head_dim) { return head_dim == 64 ? 0 : head_dim == 128 ? 1 : head_dim == 256 ? 2 : -1; }
 int shape_index(KernelId id) { return id == KernelId::tiled_keys ? 0 : id == KernelId::tiled_wgmma ? 1 : 2; }
 
 // A module's kernels, looked up by name once at load; calls index these tables (null where the
@@ -25,16 +26,16 @@ struct LoadedModule {
   void* split_merge[AC_KTYPES] = {};
   void* merge_states[3] = {};
   void* split_rows = nullptr;
-  void* decode[AC_KTYPES][2] = {};         // [type][d64, d128]
-  void* tiled[3][2][AC_KTYPES][2] = {};    // [keys, wgmma, rows][contiguous, paged][type][d64, d128]
+  void* decode[AC_KTYPES][3] = {};         // [type][d64, d128, d256]
+  void* tiled[3][2][AC_KTYPES][3] = {};    // [keys, wgmma, rows][contiguous, paged][type][d64, d128, d256]
 
   void* kernel(KernelId id, bool paged, int dtype, int head_dim, bool split_layout) const {
     switch (id) {
       case KernelId::tiled_keys:
       case KernelId::tiled_wgmma:
       case KernelId::tiled_rows:
-        return head_dim == 64 || head_dim == 128 ? tiled[shape_index(id)][paged][dtype][dim_index(head_dim)] : nullptr;
-      case KernelId::decode: return head_dim == 64 || head_dim == 128 ? decode[dtype][dim_index(head_dim)] : nullptr;
+        return dim_index(head_dim) >= 0 ? tiled[shape_index(id)][paged][dtype][dim_index(head_dim)] : nullptr;
+      case KernelId::decode: return dim_index(head_dim) >= 0 ? decode[dtype][dim_index(head_dim)] : nullptr;
       case KernelId::generic: return split_layout ? attention_split[dtype] : attention[dtype];
       default: return nullptr;
     }
@@ -99,7 +100,7 @@ const LoadedModule& module_for(Vendor v, int device) {
     m.attention_split[t] = find(std::string("ac_attention_split_") + dtype_suffix(t));
     m.split_merge[t] = find(std::string("ac_merge_") + dtype_suffix(t));
     if (t < 3) m.merge_states[t] = find(std::string("ac_merge_states_") + dtype_suffix(t));
-    for (int dim : {64, 128}) {
+    for (int dim : {64, 128, 256}) {
       m.decode[t][dim_index(dim)] = find(std::string("ac_decode_") + dtype_suffix(t) + "_d" + std::to_string(dim));
       for (KernelId id : {KernelId::tiled_keys, KernelId::tiled_wgmma, KernelId::tiled_rows})
         for (int paged = 0; paged < 2; ++paged) {
@@ -173,8 +174,19 @@ Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
   }
   if (!k.fn && only) throw RowDoesNotFit("kernel row " + kernel_row(*only).name + " does not take this call");
   // Routing refuses the GPU route once the generic family failed; reaching here is a race with
-  // that verdict, and still no wrong result.
-  if (!k.fn) throw GpuError("every kernel family that fits this call failed its self-test on this device");
+  // that verdict, and still no wrong result. Or the tiled rows the router counted on cannot
+  // launch this call and the generic kernel's block cannot hold its group.
+  if (!k.fn) {
+    const int64_t group = p.hk > 0 ? p.hq / p.hk : 0;
+    const int widest = std::max(p.head_dim, p.head_dim_v);
+    if (group > AC_MAX_GROUP || group * widest > AC_MAX_GROUP_ELEMS)
+      throw GpuError("no kernel built for " + m.arch + " launches this call: the tiled kernels take no " +
+                     "output_scale over a 16-bit cache and need 16-byte aligned rows, and the generic kernel takes " +
+                     "at most " + std::to_string(AC_MAX_GROUP) + " query heads per KV head and " +
+                     std::to_string(AC_MAX_GROUP_ELEMS) + " of query heads per KV head x head dim (this call: " +
+                     std::to_string(group) + " x " + std::to_string(widest) + ")");
+    throw GpuError("every kernel family that fits this call failed its self-test on this device");
+  }
   if (k.id == KernelId::tiled_keys || k.id == KernelId::tiled_wgmma || k.id == KernelId::tiled_rows) {
     // All query rows of a sequence's KV head (tokens x heads of the group) in tiles.
     const ac_tiled_shape s = tiled_shape(k.id, p.head_dim, m.arch);

@@ -30,7 +30,8 @@ import aiter_compat
 # (64 query heads, 8 KV heads, head dim 64; sliding layers window 128, full layers causal).
 DECODE_WINDOWS = ((-1, -1), (127, 0))
 PREFILL_WINDOWS = ((-1, -1), (127, 0))
-PREFILL_DIMS = (64, 128)
+# Head dim 256 (Gemma's, on the same heads): one causal 4k sequence, the shape it is compared on.
+PREFILL_DIMS = (64, 128, 256)
 # Decode over an fp8 e4m3 KV cache (vLLM's --kv-cache-dtype fp8), the full-attention layers.
 FP8_DECODE_WINDOWS = ((-1, -1),)
 
@@ -41,9 +42,16 @@ def decode_shapes(quick):
         [(b, c) for b in (1, 4, 16, 64, 128) for c in (4096, 32768)]
 
 
-def prefill_shapes(quick):
-    """(batch, sequence length) of the prefill cases."""
+def prefill_shapes(quick, d=64):
+    """(batch, sequence length) of the prefill cases at head dim d."""
+    if d == 256:
+        return [(1, 4096)]
     return [(4, 4096)] if quick else [(4, 4096), (1, 16384)]
+
+
+def prefill_windows(d):
+    """The prefill cases' windows at head dim d (256: causal only)."""
+    return PREFILL_WINDOWS if d != 256 else ((-1, -1),)
 
 
 def decode_name(batch, ctx, window, kv="bf16"):
@@ -64,8 +72,8 @@ def cases(quick):
             yield "decode", decode_name(batch, ctx, window, "fp8"), {"batch": batch, "ctx": ctx, "window": window,
                                                                      "kv": "fp8"}
     for d in PREFILL_DIMS:
-        for batch, seqlen in prefill_shapes(quick):
-            for window in PREFILL_WINDOWS:
+        for batch, seqlen in prefill_shapes(quick, d):
+            for window in prefill_windows(d):
                 yield "prefill", prefill_name(d, batch, seqlen, window), {"batch": batch, "seqlen": seqlen, "d": d,
                                                                           "window": window}
 

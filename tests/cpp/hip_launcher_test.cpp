@@ -104,3 +104,47 @@ TEST(HipLauncher, DecodeOnGfx942) {
   EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_frees"))(), 1);
   EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_module_loads"))(), 1);
 }
+
+// Head dim 256 on gfx942: the MFMA row tiles take decode rows too (no keys shape or direct
+// decode kernel is built for 256), at the shape's 256 threads; a call they cannot launch (an
+// output_scale over a 16-bit cache) whose group the generic block cannot hold is an error, not
+// a launch.
+TEST(HipLauncher, HeadDim256OnGfx942) {
+  if (!built_for("gfx942")) GTEST_SKIP() << "no gfx942 code object in this build (no clang with AMDGPU support)";
+  if (const char* d = std::getenv("AITER_COMPAT_AMD_DIRECT"); d && std::string(d) == "1")
+    GTEST_SKIP() << "AITER_COMPAT_AMD_DIRECT=1 keeps the direct-load kernels";
+  void* lib = dlopen("libamdhip64.so", RTLD_NOW);
+  ASSERT_NE(lib, nullptr);
+  auto reset = reinterpret_cast<void (*)()>(dlsym(lib, "fake_hip_reset"));
+  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));
+  auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
+  auto decode = [](int64_t kv_heads, int64_t d, HostTensor* scale) {
+    const int64_t ctx = 512, blocks = ctx / 16;
+    HostTensor q(DType::bf16, {2, 64, d}), kc(DType::bf16, {2 * blocks, 16, kv_heads, d}),
+        vc(DType::bf16, {2 * blocks, 16, kv_heads, d}), out(DType::bf16, {2, 64, d}), table(DType::i32, {2, blocks}),
+        used(DType::i32, {2}), cu(DType::i32, {3});
+    PagedArgs a;
+    for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) t->view.device = DeviceKind::rocm;
+    a.q = q.view, a.k_cache = kc.view, a.v_cache = vc.view, a.out = out.view, a.block_table = table.view;
+    a.seqused_k = used.view, a.cu_seqlens_q = cu.view, a.uniform_queries = true, a.max_seqlen_k = ctx;
+    if (scale) a.output_scale = scale->view;
+    run_gpu(a, nullptr);
+  };
+  reset();
+  decode(8, 256, nullptr);
+  ASSERT_GE(count(), 1);
+  EXPECT_STREQ(launch(0)->name, "ac_tiled_rows_paged_bf16_d256");
+  EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(ac_tiled_rows_shape_amd(256).threads()));
+  EXPECT_EQ(launch(0)->grid[1], 8u);  // KV heads
+
+  reset();
+  HostTensor scale(DType::f32, {1});
+  scale.view.device = DeviceKind::rocm;
+  try {
+    decode(2, 128, &scale);  // 32 query heads per KV head x 128 = 4096: twice a generic block
+    FAIL() << "the generic kernel was given a group its block cannot hold";
+  } catch (const gpu::GpuError& e) {
+    EXPECT_NE(std::string(e.what()).find("(this call: 32 x 128)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(count(), 0);
+}

@@ -185,6 +185,57 @@ TEST(Launcher, PrefillKernelFollowsNoWgmma) {
   EXPECT_EQ(fake.launch(0)->grid[0], 19u);  // 128-row tiles either way
 }
 
+// Head dim 256 (Gemma's): the row tiles take prefill, extend and decode (no keys shape, no
+// warpgroup or decode kernel is built for it), 64-row tiles of four warps.
+TEST(Launcher, HeadDim256TakesTheRowTiles) {
+  if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
+  Fake fake;
+  fake.reset();
+  DecodeCase extend(4, 4096, DType::bf16, 256);  // 300 new tokens per sequence: 2400 rows
+  extend.args.uniform_queries = false;
+  extend.args.max_seqlen_q = 300;
+  run_gpu(extend.args, nullptr);
+  ASSERT_GE(fake.launches(), 1);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_rows_paged_bf16_d256");
+  EXPECT_EQ(fake.launch(0)->block[0], 128u);
+  EXPECT_EQ(fake.launch(0)->grid[0], 38u);  // 2400 rows in tiles of 64
+
+  fake.reset();
+  DecodeCase decode(64, 4096, DType::f16, 256);  // 8 rows per KV head: the row tiles, not the generic kernel
+  run_gpu(decode.args, nullptr);
+  ASSERT_GE(fake.launches(), 1);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_rows_paged_f16_d256");
+  EXPECT_EQ(fake.launch(0)->grid[0], 1u);
+
+  fake.reset();
+  DecodeCase odd(4, 4096, DType::bf16, 192);  // no tiled kernel at 192: the generic one
+  run_gpu(odd.args, nullptr);
+  ASSERT_GE(fake.launches(), 1);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_attention_bf16");
+}
+
+// A call the router gave to the tiled rows that they cannot launch (output_scale over a 16-bit
+// cache) with a group too wide for the generic kernel's block: an error naming both, never a
+// generic launch past its shared memory.
+TEST(Launcher, NoGenericLaunchForAGroupItsBlockCannotHold) {
+  if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
+  Fake fake;
+  fake.reset();
+  DecodeCase wide(4, 256, DType::bf16, 128);
+  HostTensor kc(DType::bf16, {4 * 16, 16, 2, 128}), vc(DType::bf16, {4 * 16, 16, 2, 128});  // 32 query heads per KV head
+  HostTensor scale(DType::f32, {1});
+  for (auto* t : {&kc, &vc, &scale}) t->view.device = DeviceKind::cuda;
+  wide.args.k_cache = kc.view, wide.args.v_cache = vc.view;
+  wide.args.output_scale = scale.view;
+  try {
+    run_gpu(wide.args, nullptr);
+    FAIL() << "a generic block holds 2048 of group x head dim; this call has 32 x 128";
+  } catch (const gpu::GpuError& e) {
+    EXPECT_NE(std::string(e.what()).find("(this call: 32 x 128)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fake.launches(), 0);
+}
+
 TEST(Launcher, OneModulePerDeviceAndNoneForAnotherArch) {
   if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
   Fake fake;

@@ -214,9 +214,20 @@ TEST(Router, GpuKernelLimitsAreReasons) {
   CallFeatures f = vllm_prefill(true);
   f.head_dim_qk = f.head_dim_v = 512;
   EXPECT_TRUE(any_reason(router.route(f), "head dims 512/512: takes up to 256"));
-  // Head dim 256: the generic kernel, while the group's queries fit a block.
+  // Head dim 256: the row tiles and the generic kernel (while the group's queries fit a block);
+  // the keys shape, the warpgroup and the decode kernels say why not.
   f.head_dim_qk = f.head_dim_v = 256;
-  EXPECT_EQ(router.route(f).kind, RouteKind::fallback_gpu);
+  const Route& r256 = router.route(f);
+  EXPECT_EQ(r256.kind, RouteKind::fallback_gpu);
+  for (const auto& k : r256.kernels) {
+    if (k.name == "tiled_rows" || k.name == "generic") {
+      EXPECT_TRUE(k.accepted) << k.name << ": " << ::testing::PrintToString(k.reasons);
+    } else if (k.name == "tiled_keys" || k.name == "decode") {
+      EXPECT_FALSE(k.accepted) << k.name;
+      EXPECT_NE(::testing::PrintToString(k.reasons).find("head dims 256/256: takes 64 and 128"), std::string::npos)
+          << k.name << ": " << ::testing::PrintToString(k.reasons);
+    }
+  }
   f.q_heads = 16 * f.kv_heads;
   EXPECT_TRUE(any_reason(router.route(f), "16 query heads per KV head x head dim 256 = 4096: at most 2048"));
   f = vllm_prefill(true);

@@ -46,6 +46,17 @@ cu_k = torch.tensor([0, 10, 50], dtype=torch.int32, device=dev)
 sinks = torch.randn(8, device=dev)
 check("varlen window 15", aiter_compat.flash_attn_varlen_func, q, k, k, cu_q, cu_k, 33, 40, causal=True,
       sink_ptr=sinks, window_size=(15, 0))
+# Head dim 256 on the row tiles: a ragged prefill (partial 64-row and 32-key tiles), and decode
+# rows over a paged cache split across the keys.
+q256 = torch.randn(40, 8, 256, dtype=torch.bfloat16, device=dev)
+k256 = torch.randn(50, 2, 256, dtype=torch.bfloat16, device=dev)
+check("varlen d256 window 15", aiter_compat.flash_attn_varlen_func, q256, k256, k256, cu_q, cu_k, 33, 40,
+      causal=True, sink_ptr=sinks, window_size=(15, 0))
+ctx256 = torch.tensor([3000, 17], dtype=torch.int32, device=dev)
+table256 = torch.arange(2 * 188, dtype=torch.int32, device=dev).reshape(2, 188)
+cache256 = torch.randn(2 * 188, 16, 2, 256, dtype=torch.bfloat16, device=dev)
+check("split-KV decode d256", aiter_compat.paged_attention_decode, torch.randn(2, 8, 256, dtype=torch.bfloat16, device=dev),
+      cache256, cache256, table256, ctx256, sinks=sinks)
 ctx = torch.tensor([3000, 17], dtype=torch.int32, device=dev)  # long enough to split
 table = torch.arange(2 * 188, dtype=torch.int32, device=dev).reshape(2, 188)
 cache = torch.randn(2 * 188, 16, 2, 64, dtype=torch.bfloat16, device=dev)

@@ -1,6 +1,7 @@
 """Head dim 256 (Gemma 2 and 3) and AITer's unequal q/k and v head dims (192/128) on the GPU: the
-generic kernel takes them while a group's queries fit its block (query heads per KV head x head
-dim up to 2048); against the CPU reference, with sinks, windows and the soft cap."""
+row tiles take head dim 256 (prefill, extend and decode), the generic kernel 192/128; a GPU route
+needs a group's queries to fit the generic kernel's block (query heads per KV head x head dim up
+to 2048); against the CPU reference, with sinks, windows and the soft cap."""
 import pytest
 
 import aiter_compat
@@ -31,12 +32,13 @@ def test_wide_head_dims_varlen(case):
                                               sink_ptr=g(sinks), **kw)
     torch.cuda.synchronize()
     record(f"wide head dims: {name}", got, want, bound)
-    route = [r for r in aiter_compat.routes() if r["route"] == "fallback (gpu)" and r["kernel"] == "generic"]
-    assert route, "the generic kernel should have taken it"
+    kernel = "tiled_rows" if d == 256 else "generic"
+    route = [r for r in aiter_compat.routes() if r["route"] == "fallback (gpu)" and r["kernel"] == kernel]
+    assert route, f"the {kernel} kernels should have taken it: {aiter_compat.routes()}"
 
 
 def test_d256_paged_decode_split():
-    """Decode over a paged cache at head dim 256: the generic kernel, split over a long context."""
+    """Decode over a paged cache at head dim 256: the row tiles, split over a long context."""
     q, kc, vc, table, used, _ = paged([9000, 33], [1, 1], 8, 4, 256, 16)
     sinks = torch.randn(8)
     want = aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=0.0625, sinks=sinks)
@@ -48,6 +50,8 @@ def test_d256_paged_decode_split():
 
 
 def test_group_too_wide_for_the_block_is_refused_with_the_reason():
+    """The GPU route needs the generic kernel to take the call (every launch fits it, should a
+    faster row not): 16 query heads per KV head at 256 is more than its block holds."""
     q, k, v, cu_q, cu_k = ragged([10], [10], 32, 2, 256, torch.bfloat16)
     g = lambda t: t.to(DEV)
     with pytest.raises(Exception) as e:
