@@ -20,7 +20,7 @@ cmake --build build-asan >> build-asan.log 2>&1 || { grep -E "error" -A3 build-a
 # crashes on purpose in the native-probe tests must keep its SIGSEGV.
 export ASAN_OPTIONS=detect_leaks=0:handle_segv=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 echo "== unit tests under ASan + UBSan"
-ctest --test-dir build-asan --output-on-failure | grep -E "tests passed|tests failed|Skipped|Failed|SKIPPED"
+ctest --test-dir build-asan --output-on-failure --parallel "$(nproc)" | grep -E "tests passed|tests failed|Skipped|Failed|SKIPPED"
 echo "== bounded fuzzing, ${FUZZ_SECONDS}s per target, $(nproc) at a time"
 work=$(mktemp -d)
 mkdir -p "$work/elf-seeds"

@@ -15,6 +15,7 @@ the unchanged copy fails its selections.
   python3 tests/mutation/run_mutations.py [--only TEXT ...] [--list] [--work DIR] [--archs gfx942]
 """
 import argparse
+import concurrent.futures
 import os
 import re
 import shutil
@@ -247,20 +248,21 @@ def main():
         + (f", its code objects copied from {kernels_from}" if kernels_from else ""))
 
     # The unchanged copy must pass every selection, and run it rather than skip it.
-    baseline = {}
+    # The selections share nothing but the built copy, which no baseline run writes: as many run
+    # at once as there are cores.
+    unique = {}
     for f in faults:
         for kind, what in selections(f):
-            key = (kind, repr(what))
-            if key in baseline:
-                continue
-            rc, out = run_selection(copy, build, kind, what)
-            baseline[key] = rc
-            if rc != 0 or ran_nothing(kind, out):
-                say(out)
-                say(f"mutation: the unchanged copy {'runs no test of' if rc == 0 else 'fails'} {kind} {what}; "
-                    f"fix that first (a fault caught by it would mean nothing)")
-                return 2
-    say(f"mutation: {len(baseline)} selections pass on the unchanged copy ({time.monotonic() - start:.0f}s)")
+            unique.setdefault((kind, repr(what)), (kind, what))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        results = list(pool.map(lambda sel: run_selection(copy, build, *sel), unique.values()))
+    for (kind, what), (rc, out) in zip(unique.values(), results):
+        if rc != 0 or ran_nothing(kind, out):
+            say(out)
+            say(f"mutation: the unchanged copy {'runs no test of' if rc == 0 else 'fails'} {kind} {what}; "
+                f"fix that first (a fault caught by it would mean nothing)")
+            return 2
+    say(f"mutation: {len(unique)} selections pass on the unchanged copy ({time.monotonic() - start:.0f}s)")
 
     # Faults of one file run one after another, the file reverted only when the next fault is
     # elsewhere: each touched object compiles once per fault plus once to revert.
