@@ -16,7 +16,6 @@ helpers are aiter_compat.bench's (what `aiter-compat bench` runs for users), one
     bench/gpu_attention.py [--json OUT] [--quick] [--only REGEX]
 """
 import argparse
-import json
 import sys
 
 import torch  # noqa: F401 (the GPU; aiter_compat.bench imports it too)
@@ -24,7 +23,7 @@ import torch  # noqa: F401 (the GPU; aiter_compat.bench imports it too)
 from aiter_compat.bench import (  # noqa: F401 (the shared cases and timing helpers)
     L2_BYTES, back_to_back, copy_bandwidth, decode_case, decode_name, decode_shapes, event_time, graph_replay,
     matmul_rate, prefill_case, prefill_name, prefill_shapes, prefill_windows, ratio, sdpa_decode, sdpa_prefill, timed, timed_graphs,
-    timed_pair, DECODE_WINDOWS, FP8_DECODE_WINDOWS, PREFILL_DIMS, PREFILL_WINDOWS)
+    timed_pair, write_results, DECODE_WINDOWS, FP8_DECODE_WINDOWS, PREFILL_DIMS, PREFILL_WINDOWS)
 
 
 def main():
@@ -101,9 +100,7 @@ def main():
               f"{r['sinks_cost_pct']:6.1f} {r.get('eager_call_us', nan):9.1f} {r.get('idle_launch_us', nan):8.1f} {r.get('cudnn_us', nan):9.1f} "
               f"{r.get('cudnn/ours', nan):8.2f} {r.get('flash_us', nan):9.1f} {r.get('flash/ours', nan):8.2f}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"copy_bandwidth_TBps": bw / 1e12, "matmul_TFLOPs": matmul / 1e12,
-                       "device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+        write_results(args.json, rows, bw, matmul)
 
 
 if __name__ == "__main__":

@@ -10,13 +10,12 @@ prefill takes about half a second a call, so it is timed on 3 calls.
     bench/head_dim_256.py [--json OUT]
 """
 import argparse
-import json
 import sys
 
 import torch
 
 import aiter_compat
-from aiter_compat.bench import copy_bandwidth, matmul_rate, ratio, sdpa_prefill, timed
+from aiter_compat.bench import copy_bandwidth, matmul_rate, ratio, sdpa_prefill, timed, write_results
 
 D, HQ, HK = 256, 64, 8
 
@@ -97,9 +96,7 @@ def main():
               f"generic {r['generic_us']:10.1f} us ({r['generic/ours']:.0f}x); cuDNN {r.get('cudnn_us', nan):8.1f} us "
               f"({r.get('cudnn/ours', nan):.2f}x ours); flash {r.get('flash_us', nan):8.1f} us ({r.get('flash/ours', nan):.2f}x)")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"matmul_TFLOPs": matmul / 1e12, "copy_bandwidth_TBps": bw / 1e12,
-                       "device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+        write_results(args.json, rows, bw, matmul)
     return 0
 
 

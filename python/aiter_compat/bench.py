@@ -283,6 +283,13 @@ def sdpa_prefill(batch, seqlen, d, backend, hq=64, hk=8):
         return float("nan")
 
 
+def write_results(path, rows, copy_bw, matmul):
+    """The rows of a benchmark run with the ceilings measured in it and where it ran, as JSON."""
+    with open(path, "w") as f:
+        json.dump({"copy_bandwidth_TBps": copy_bw / 1e12, "matmul_TFLOPs": matmul / 1e12,
+                   "device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
 def ratio(peer_us, ours_us):
     return peer_us / ours_us if peer_us == peer_us else float("nan")
 
