@@ -31,17 +31,18 @@ fuzz() {
   mkdir -p "$work/$target"
   local seeds=(tests/fuzz/corpus/$target)
   [ "$target" = fuzz_elf ] && seeds+=("$work/elf-seeds")
+  local rc=0  # (under set -e a failing fuzzer would end this job before its status is written)
   build-asan/tests/fuzz/$target -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=4096 -timeout=20 \
-    -print_final_stats=1 -artifact_prefix="$work/$target-" "$work/$target" "${seeds[@]}" > "$work/$target.log" 2>&1
-  echo $? > "$work/$target.rc"
+    -print_final_stats=1 -artifact_prefix="$work/$target-" "$work/$target" "${seeds[@]}" > "$work/$target.log" 2>&1 || rc=$?
+  echo "$rc" > "$work/$target.rc"
 }
 # Each fuzzer is single-threaded: as many run at once as there are cores, each for its full time.
 targets=(fuzz_matrix fuzz_elf fuzz_capi_varlen fuzz_capi_batch_prefill fuzz_static_probe)
 for target in "${targets[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
   fuzz "$target" &
 done
-wait
+wait || true  # each job's status is in its .rc file
 for target in "${targets[@]}"; do
   if [ "$(cat "$work/$target.rc")" != 0 ]; then
     tail -40 "$work/$target.log"

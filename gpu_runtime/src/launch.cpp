@@ -101,14 +101,16 @@ const LoadedModule& module_for(Vendor v, int device) {
     m.split_merge[t] = find(std::string("ac_merge_") + dtype_suffix(t));
     if (t < 3) m.merge_states[t] = find(std::string("ac_merge_states_") + dtype_suffix(t));
     for (int dim : {64, 128, 256}) {
-      m.decode[t][dim_index(dim)] = find(std::string("ac_decode_") + dtype_suffix(t) + "_d" + std::to_string(dim));
+      const int di = dim_index(dim);
+      if (di < 0) continue;
+      m.decode[t][di] = find(std::string("ac_decode_") + dtype_suffix(t) + "_d" + std::to_string(dim));
       for (KernelId id : {KernelId::tiled_keys, KernelId::tiled_wgmma, KernelId::tiled_rows})
         for (int paged = 0; paged < 2; ++paged) {
           if ((id == KernelId::tiled_wgmma && !wgmma) || !tiled) continue;
           void* fn = find(tiled_kernel_name(id, paged, t, dim));
           if (!fn) continue;
           allow_dynamic_shared(v, fn, tiled_shape(id, dim, m.arch).smem_bytes());
-          m.tiled[shape_index(id)][paged][t][dim_index(dim)] = fn;
+          m.tiled[shape_index(id)][paged][t][di] = fn;
         }
     }
   }
@@ -179,12 +181,13 @@ Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
   if (!k.fn) {
     const int64_t group = p.hk > 0 ? p.hq / p.hk : 0;
     const int widest = std::max(p.head_dim, p.head_dim_v);
-    if (group > AC_MAX_GROUP || group * widest > AC_MAX_GROUP_ELEMS)
-      throw GpuError("no kernel built for " + m.arch + " launches this call: the tiled kernels take no " +
-                     "output_scale over a 16-bit cache and need 16-byte aligned rows, and the generic kernel takes " +
-                     "at most " + std::to_string(AC_MAX_GROUP) + " query heads per KV head and " +
-                     std::to_string(AC_MAX_GROUP_ELEMS) + " of query heads per KV head x head dim (this call: " +
-                     std::to_string(group) + " x " + std::to_string(widest) + ")");
+    if (group > AC_MAX_GROUP || group * widest > AC_MAX_GROUP_ELEMS || widest > AC_MAX_HEAD_DIM)
+      throw GpuError("no kernel built for " + m.arch + " launches this call: the faster kernels do not take it " +
+                     "(their limits: explain()), and the generic kernel takes head dims up to " +
+                     std::to_string(AC_MAX_HEAD_DIM) + ", at most " + std::to_string(AC_MAX_GROUP) +
+                     " query heads per KV head and " + std::to_string(AC_MAX_GROUP_ELEMS) +
+                     " of query heads per KV head x head dim (this call: " + std::to_string(group) + " x " +
+                     std::to_string(widest) + ")");
     throw GpuError("every kernel family that fits this call failed its self-test on this device");
   }
   if (k.id == KernelId::tiled_keys || k.id == KernelId::tiled_wgmma || k.id == KernelId::tiled_rows) {

@@ -16,9 +16,13 @@ spdlog::level::level_enum to_spdlog(Level level) { return static_cast<spdlog::le
 
 spdlog::logger& library_logger() {
   static std::shared_ptr<spdlog::logger> logger = [] {
+    const char* levels = std::getenv("AITER_COMPAT_LOG_LEVEL");
+    const bool per_logger = levels && std::string_view(levels).find_first_of(",=") != std::string_view::npos;
+    // "warn,aiter_compat=debug": spdlog's registry gives each logger its named level as it is made.
+    if (per_logger) spdlog::cfg::helpers::load_levels(levels);
     auto l = spdlog::get("aiter_compat");
     if (!l) l = spdlog::stderr_color_mt("aiter_compat");
-    if (const char* level = std::getenv("AITER_COMPAT_LOG_LEVEL")) l->set_level(spdlog::level::from_str(level));
+    if (levels && !per_logger) l->set_level(spdlog::level::from_str(levels));
     return l;
   }();
   return *logger;

@@ -65,8 +65,9 @@ RouteTrace::RouteTrace() {
   // one whole line (O_APPEND keeps lines of different processes apart).
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    log_warn(std::string("AITER_COMPAT_TRACE=") + text + ": cannot open " + path_ + " for appending (" +
-             std::strerror(errno) + "); no route trace is written");
+    const std::string why = std::strerror(errno);  // before the allocations below can touch errno
+    log_warn(std::string("AITER_COMPAT_TRACE=") + text + ": cannot open " + path_ + " for appending (" + why +
+             "); no route trace is written");
     return;
   }
   std::atexit(at_exit);
@@ -80,7 +81,8 @@ void RouteTrace::write_line(const std::string& line) {
     ssize_t n = ::write(fd_, p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      log_warn("route trace " + path_ + ": write failed (" + std::strerror(errno) + "); no more lines are written");
+      const std::string why = n < 0 ? std::strerror(errno) : "nothing written";
+      log_warn("route trace " + path_ + ": write failed (" + why + "); no more lines are written");
       ::close(fd_);
       fd_ = -1;
       return;

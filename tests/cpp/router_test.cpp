@@ -215,7 +215,7 @@ TEST(Router, GpuKernelLimitsAreReasons) {
   f.head_dim_qk = f.head_dim_v = 512;
   EXPECT_TRUE(any_reason(router.route(f), "head dims 512/512: takes up to 256"));
   // Head dim 256: the row tiles and the generic kernel (while the group's queries fit a block);
-  // the keys shape, the warpgroup and the decode kernels say why not.
+  // the keys shape and the decode kernel say why not (gfx942 has no warpgroup row).
   f.head_dim_qk = f.head_dim_v = 256;
   const Route& r256 = router.route(f);
   EXPECT_EQ(r256.kind, RouteKind::fallback_gpu);

@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import yaml
@@ -192,6 +193,8 @@ def selections(fault):
 
 def run_selection(copy, build, kind, what):
     env = dict(os.environ, AITER_COMPAT_LOG_LEVEL="off")
+    # Each run its own temporary folder: selections run at once, and tests write fixed names there.
+    env["TEST_TMPDIR"] = env["TMPDIR"] = tempfile.mkdtemp(prefix="mutation-")
     env.pop("AITER_COMPAT_PYTHONPATH", None)  # the copy's own module
     env.pop("AITER_COMPAT_SOURCE", None)
     if kind in GTEST_ENV:
@@ -204,6 +207,8 @@ def run_selection(copy, build, kind, what):
         proc = subprocess.run(cmd, cwd=copy, capture_output=True, text=True, env=env, timeout=TEST_TIMEOUT)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {TEST_TIMEOUT}s"
+    finally:
+        shutil.rmtree(env["TMPDIR"], ignore_errors=True)
     return proc.returncode, (proc.stdout + proc.stderr)[-3000:]
 
 
