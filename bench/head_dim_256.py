@@ -42,6 +42,15 @@ def decode_call(batch, ctx, block=16):
     return lambda: aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=D ** -0.5, sinks=sinks)
 
 
+def timed_on_generic(call, reps):
+    """call timed with every launch forced onto the generic kernel (what head dim 256 ran on before)."""
+    aiter_compat._force_kernel_row("generic")
+    try:
+        return timed(call, reps=reps)
+    finally:
+        aiter_compat._force_kernel_row(None)
+
+
 def kernel_of(call):
     """The kernel row the last call of this kind ran on (the route table's record)."""
     call()
@@ -63,11 +72,7 @@ def main():
     rows = []
     prefill = prefill_call(seqlen)
     tiled = timed(prefill, reps=10)
-    aiter_compat._force_kernel_row("generic")
-    try:
-        generic = timed(prefill, reps=3)
-    finally:
-        aiter_compat._force_kernel_row(None)
+    generic = timed_on_generic(prefill, reps=3)
     row = {"case": "prefill d256 1x4k causal", "us": tiled * 1e6, "kernel": kernel_of(prefill),
            "TFLOP/s": flops / tiled / 1e12, "pct_ceiling": 100 * flops / tiled / matmul, "generic_us": generic * 1e6,
            "generic/ours": generic / tiled}
@@ -79,11 +84,7 @@ def main():
 
     decode = decode_call(64, 4096)
     tiled = timed(decode, reps=20)
-    aiter_compat._force_kernel_row("generic")
-    try:
-        generic = timed(decode, reps=10)
-    finally:
-        aiter_compat._force_kernel_row(None)
+    generic = timed_on_generic(decode, reps=10)
     moved = 2 * 64 * 4096 * HK * D * 2
     rows.append({"case": "decode d256 64x4k", "us": tiled * 1e6, "kernel": kernel_of(decode),
                  "TB/s": moved / tiled / 1e12, "pct_ceiling": 100 * moved / tiled / bw, "generic_us": generic * 1e6,

@@ -31,6 +31,8 @@ constexpr int kDims[] = {64, 128};
 // are 64 or 128 wide. Calls of up to 16 rows at 256 take the row tiles (launch_fits).
 constexpr int kRowDims[] = {64, 128, 256};
 
+bool keys_shape_built(int head_dim) { return std::find(std::begin(kDims), std::end(kDims), head_dim) != std::end(kDims); }
+
 std::vector<int> tiled_dims(KernelId id) {
   if (id == KernelId::tiled_rows) return {std::begin(kRowDims), std::end(kRowDims)};
   return {std::begin(kDims), std::end(kDims)};
@@ -227,8 +229,8 @@ bool launch_fits(KernelId id, const ac_attention_params& p, int dtype, int64_t r
     case KernelId::tiled_rows:
       // "keys" holds up to 16 rows in one tile; the row shapes take the rest. The tiled kernels
       // also store 16 bytes of the output at a time; grid z holds the sequences.
-      // (At head dim 256, where no keys shape is built, the row shapes take every call.)
-      return ((id == KernelId::tiled_keys) == (rows <= 16) || (id == KernelId::tiled_rows && p.head_dim == 256)) &&
+      // (At a head dim with no keys shape built, 256, the row shapes take every call.)
+      return ((id == KernelId::tiled_keys) == (rows <= 16) || (id == KernelId::tiled_rows && !keys_shape_built(p.head_dim))) &&
              rows_load_16_bytes(p, dtype) && aligned16(p.out) &&
              p.out_tok % 8 == 0 && p.out_head % 8 == 0 && p.batch <= 65535;
     case KernelId::decode:

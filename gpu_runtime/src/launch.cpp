@@ -34,8 +34,11 @@ struct LoadedModule {
       case KernelId::tiled_keys:
       case KernelId::tiled_wgmma:
       case KernelId::tiled_rows:
-        return dim_index(head_dim) >= 0 ? tiled[shape_index(id)][paged][dtype][dim_index(head_dim)] : nullptr;
-      case KernelId::decode: return dim_index(head_dim) >= 0 ? decode[dtype][dim_index(head_dim)] : nullptr;
+      case KernelId::decode: {
+        const int di = dim_index(head_dim);
+        if (di < 0) return nullptr;
+        return id == KernelId::decode ? decode[dtype][di] : tiled[shape_index(id)][paged][dtype][di];
+      }
       case KernelId::generic: return split_layout ? attention_split[dtype] : attention[dtype];
       default: return nullptr;
     }
@@ -179,15 +182,16 @@ Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
   // that verdict, and still no wrong result. Or the tiled rows the router counted on cannot
   // launch this call and the generic kernel's block cannot hold its group.
   if (!k.fn) {
-    const int64_t group = p.hk > 0 ? p.hq / p.hk : 0;
-    const int widest = std::max(p.head_dim, p.head_dim_v);
-    if (group > AC_MAX_GROUP || group * widest > AC_MAX_GROUP_ELEMS || widest > AC_MAX_HEAD_DIM)
+    if (!launch_fits(KernelId::generic, p, c.dtype, c.max_rows)) {
+      const int64_t group = p.hk > 0 ? p.hq / p.hk : 0;
+      const int widest = std::max(p.head_dim, p.head_dim_v);
       throw GpuError("no kernel built for " + m.arch + " launches this call: the faster kernels do not take it " +
                      "(their limits: explain()), and the generic kernel takes head dims up to " +
                      std::to_string(AC_MAX_HEAD_DIM) + ", at most " + std::to_string(AC_MAX_GROUP) +
                      " query heads per KV head and " + std::to_string(AC_MAX_GROUP_ELEMS) +
                      " of query heads per KV head x head dim (this call: " + std::to_string(group) + " x " +
                      std::to_string(widest) + ")");
+    }
     throw GpuError("every kernel family that fits this call failed its self-test on this device");
   }
   if (k.id == KernelId::tiled_keys || k.id == KernelId::tiled_wgmma || k.id == KernelId::tiled_rows) {

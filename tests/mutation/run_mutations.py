@@ -28,6 +28,8 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FAULTS = os.path.join(ROOT, "tests", "mutation", "faults.yaml")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from fresh_code_objects import fresh_code_objects  # noqa: E402
 # Directories never copied: builds (this one included), caches, results.
 SKIP_DIRS = {".git", "__pycache__", "gpu-results", ".pytest_cache"}
 # Each kind of selection: the test binary it runs (a gtest filter) or, for pytest, the extension.
@@ -141,14 +143,7 @@ def borrowed_kernels(faults, archs):
     selftest; the kernel selections build the sources for the CPU). None otherwise."""
     if any(f["file"].startswith(KERNEL_SOURCES) and ("hip" in f or "selftest" in f) for f in faults):
         return None
-    folder = os.path.join(ROOT, "build", "kernels")
-    sources = [os.path.join(ROOT, KERNEL_SOURCES, n) for n in os.listdir(os.path.join(ROOT, KERNEL_SOURCES))]
-    newest = max(os.path.getmtime(p) for p in sources)
-    for arch in filter(None, archs.split(";")):
-        co = os.path.join(folder, f"attention_{arch}.co")
-        if not os.path.isfile(co) or os.path.getmtime(co) <= newest:
-            return None
-    return folder
+    return fresh_code_objects(ROOT, list(filter(None, archs.split(";"))))
 
 
 def configure(copy, archs, kernels_from):

@@ -8,6 +8,9 @@ import pytest
 
 from conftest import SOURCE
 
+sys.path.insert(0, os.path.join(SOURCE, "tools"))
+from fresh_code_objects import fresh_code_objects  # noqa: E402
+
 # pip's messages when the package index cannot be reached.
 OFFLINE = ("Could not find a version", "NewConnectionError", "Temporary failure in name resolution",
            "No matching distribution found", "Network is unreachable")
@@ -22,24 +25,12 @@ def run_pip(python, *args, timeout=1800):
     return proc
 
 
-def fresh_kernels():
-    """The main build's code objects (build/kernels), when each is newer than every kernel source:
-    the wheel build copies them rather than compiling every arch a second time. None otherwise."""
-    folder = os.path.join(SOURCE, "build", "kernels")
-    objects = glob.glob(os.path.join(folder, "attention_*.co"))
-    sources = glob.glob(os.path.join(SOURCE, "fallback_kernels", "gpu", "*"))
-    if not objects or not sources:
-        return None
-    newest_source = max(os.path.getmtime(p) for p in sources)
-    return folder if all(os.path.getmtime(o) > newest_source for o in objects) else None
-
-
 def build_wheel(out_dir):
     """`pip wheel .`: pip's build step of `pip install .` (the same PEP 517 build_wheel call), with
     the main build's code objects when they are up to date (cmake/FallbackKernels.cmake's
     AITER_COMPAT_KERNELS_FROM); the rest of the wheel is built as a user's pip builds it."""
     args = ["wheel", "--no-deps", "-q", "-w", str(out_dir)]
-    kernels = fresh_kernels()
+    kernels = fresh_code_objects(SOURCE)
     if kernels:
         args.append(f"--config-settings=cmake.define.AITER_COMPAT_KERNELS_FROM={kernels}")
     run_pip(sys.executable, *args, SOURCE)
