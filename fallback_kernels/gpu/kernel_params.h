@@ -39,6 +39,20 @@
 // shared memory by the tensor cores). One struct for the device templates and the host
 // launcher (grid, threads, dynamic shared memory).
 #ifdef __cplusplus
+// n / d for 0 <= n < 2^31 as (umulhi(n, mul) + n) >> shift, d >= 1 (round-up multiplier with
+// shift ceil(log2 d); Granlund and Montgomery, "Division by invariant integers using
+// multiplication", 1994): mul < 2^32, and umulhi(n, mul) + n stays below 2^32 for such n.
+struct ac_divisor {
+  uint32_t mul;
+  int32_t shift;
+};
+constexpr ac_divisor ac_divisor_of(int32_t d) {
+  const uint64_t div = d > 1 ? static_cast<uint64_t>(d) : 1u;
+  int32_t l = 0;
+  while ((uint64_t{1} << l) < div) ++l;
+  return {static_cast<uint32_t>((uint64_t{1} << 32) * ((uint64_t{1} << l) - div) / div + 1), l};
+}
+
 struct ac_tiled_shape {
   int warps_m, m_tiles, warps_n, block_n, stages, head_dim;
   int blocks_per_sm;  // resident blocks the registers must leave room for (launch bounds)
@@ -152,7 +166,23 @@ typedef struct {
   int64_t k_slot_in, k_dim, k_dim_in, v_slot_in, v_dim, v_dim_in;
   int32_t k_slot_x, k_dim_x, v_slot_x, v_dim_x;
   int32_t kv_layout, unused3_;
+  // Set by the launcher alone (ac_set_divisors, below): query heads per KV head, and the two
+  // runtime divisors of the tiled kernels' start-up path (query heads per KV head, splits) as
+  // multiply-shift pairs (fast_divide.hpp). A 32-bit division by a runtime value is ~20
+  // dependent instructions there, and decode blocks with short key ranges are bound by that path.
+  int32_t group, group_shift, splits_shift;
+  uint32_t group_mul, splits_mul, unused4_;
 } ac_attention_params;
+
+#ifdef __cplusplus
+// The divisors the kernels read from their parameters, from hq, hk and num_splits.
+inline void ac_set_divisors(ac_attention_params& p) {
+  p.group = p.hk > 0 ? p.hq / p.hk : 0;
+  const ac_divisor g = ac_divisor_of(p.group), s = ac_divisor_of(p.num_splits);
+  p.group_mul = g.mul, p.group_shift = g.shift;
+  p.splits_mul = s.mul, p.splits_shift = s.shift;
+}
+#endif
 
 #define AC_LAYOUT_ROWS 0
 #define AC_LAYOUT_SPLIT 1

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernel_common.hpp"
+#include "fast_divide.hpp"
 #include "kv_rows.hpp"
 
 namespace {

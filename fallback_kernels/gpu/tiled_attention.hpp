@@ -22,6 +22,7 @@
 #pragma once
 
 #include "arch_contract.hpp"
+#include "fast_divide.hpp"
 #include "kernel_common.hpp"
 #include "key_range.hpp"
 #include "row_finish.hpp"
@@ -63,7 +64,7 @@ struct TiledAttention : TileContext {
   // Row r's sink (natural-log units, as given); -inf past the last row or without sinks.
   AC_MEMBER float row_sink(int r) const {
     const int32_t flat = row0 + r;
-    return flat < rows_total ? ac_sink(p, kh * group + flat % group) : -AC_INFINITY;
+    return flat < rows_total ? ac_sink(p, kh * group + ac_row_head(p, flat)) : -AC_INFINITY;
   }
 
   AC_MEMBER void run(int32_t m_tile, int32_t split) {
@@ -83,10 +84,10 @@ struct TiledAttention : TileContext {
     float early_sink = -AC_INFINITY;
     if constexpr (A::kEarlySinks) {
       const int32_t flat = row0 + tid;  // head kh * group + flat % group is below hq for any row
-      early_sink = ac_load_sink_now(p.sinks, p.sink_type, (kh * group + flat % group) * p.sink_stride,
+      early_sink = ac_load_sink_now(p.sinks, p.sink_type, (kh * group + ac_row_head(p, flat)) * p.sink_stride,
                                     p.sinks && p.num_splits == 1 && tid < kBlockM);
     }
-    const int32_t t_first = row0 / group, t_last = last_row / group;
+    const int32_t t_first = ac_row_token(p, row0), t_last = ac_row_token(p, last_row);
 
     // Keys the block's rows need, cut into splits of whole tiles; inside `unmasked` no row masks.
     const KeyRange range{p, seq.q_len, seq.k_len};
@@ -102,8 +103,8 @@ struct TiledAttention : TileContext {
     for (int slot = 0; slot < A::kRowSlots; ++slot) {
       const int32_t flat = row0 + tiles.slot_row(warp_m, lane, slot);
       const bool ok = flat < rows_total;
-      row_lo[slot] = ok ? range.lo(flat / group) : 0;
-      row_hi[slot] = ok ? range.hi(flat / group) : 0;
+      row_lo[slot] = ok ? range.lo(ac_row_token(p, flat)) : 0;
+      row_hi[slot] = ok ? range.hi(ac_row_token(p, flat)) : 0;
     }
 
     tiles.prologue(*this, tid, n_tiles);
@@ -221,7 +222,7 @@ struct TiledAttention : TileContext {
     for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
       const int r = x / kChunks, c = x % kChunks, flat = row0 + r;
       if (flat >= rows_total) continue;
-      const int32_t token = seq.q_start + flat / group, h = kh * group + flat % group;
+      const int32_t t = ac_row_token(p, flat), token = seq.q_start + t, h = kh * group + flat - t * group;
       float mx = -AC_INFINITY;
 #pragma unroll
       for (int w = 0; w < S.warps_n; ++w) mx = fmaxf(mx, m_s[w * kBlockM + r]);
@@ -258,9 +259,9 @@ template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_DYNAMIC_SHARED(smem);
   using Block = TiledAttention<T, S, kPaged, kKv8>;
-  const int32_t b = ac_block_z() / p.num_splits, split = ac_block_z() % p.num_splits;
+  const int32_t b = ac_split_sequence(p, ac_block_z()), split = ac_block_z() - b * p.num_splits;
   if (b >= p.batch) return;
-  const int32_t group = p.hq / p.hk;
+  const int32_t group = p.group;
   const int32_t kh = ac_block_y();
   // output_scale is the fp8-cache kernels' alone (the launcher gives calls with one over a
   // 16-bit cache to the generic kernel): the 16-bit tiles keep their registers as they were.

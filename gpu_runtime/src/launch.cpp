@@ -281,6 +281,7 @@ KernelId launch_attention(const AttentionLaunch& c) {
   ac_attention_params p = c.params;
   inject_fault(c, k.id, p);
   p.num_splits = k.splits;
+  ac_set_divisors(p);  // the kernels divide by the group and the split count through these
   if (p.num_splits == 1) {
     run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z, k.threads, k.smem, c.stream, &p);
     return k.id;

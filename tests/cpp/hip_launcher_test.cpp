@@ -15,6 +15,8 @@
 #include "host_tensor.hpp"
 #include "aiter_compat/gpu_runtime/launch.hpp"
 #include "aiter_compat/shim/gpu_runner.hpp"
+#define AC_HOST_MODEL 1
+#include "fast_divide.hpp"
 
 using namespace aiter_compat;
 using namespace aiter_compat::testing_support;
@@ -22,6 +24,13 @@ using namespace aiter_compat::testing_support;
 namespace {
 
 using FakeLaunch = fake_launch;
+
+// The parameters of the first kernel launched while the hook is on (the kernels' one argument).
+ac_attention_params g_first_params{};
+int g_hooked = 0;
+void record_params(const char*, const void* params) {
+  if (g_hooked++ == 0) g_first_params = *static_cast<const ac_attention_params*>(params);
+}
 
 }  // namespace
 
@@ -81,9 +90,13 @@ TEST(HipLauncher, DecodeOnGfx942) {
   for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) t->view.device = DeviceKind::rocm;
   a.q = q.view, a.k_cache = kc.view, a.v_cache = vc.view, a.out = out.view, a.block_table = table.view;
   a.seqused_k = used.view, a.cu_seqlens_q = cu.view, a.uniform_queries = true, a.max_seqlen_k = ctx;
-  run_gpu(a, nullptr);
   void* lib = dlopen("libamdhip64.so", RTLD_NOW);
   ASSERT_NE(lib, nullptr);
+  auto set_hook = reinterpret_cast<void (*)(fake_kernel_hook)>(dlsym(lib, "fake_hip_set_kernel_hook"));
+  ASSERT_NE(set_hook, nullptr);
+  set_hook(record_params);
+  run_gpu(a, nullptr);
+  set_hook(nullptr);
   auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));
   auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
   ASSERT_EQ(count(), 2);
@@ -100,6 +113,15 @@ TEST(HipLauncher, DecodeOnGfx942) {
   }
   EXPECT_GT(launch(0)->grid[2], 1u);  // one sequence of 32k keys is split
   EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
+  // The kernels divide by the group and the split count through the launcher's multiply-shift
+  // pairs (fast_divide.hpp): the split kernel's parameters carry this call's.
+  const ac_attention_params& p = g_first_params;
+  EXPECT_EQ(p.group, 8);
+  EXPECT_EQ(p.num_splits, static_cast<int32_t>(launch(0)->grid[2]));
+  for (int32_t n : {0, 7, 8, 9, 100, 511}) {
+    EXPECT_EQ(ac_fast_div(n, p.group_mul, p.group_shift), n / 8) << n;
+    EXPECT_EQ(ac_fast_div(n, p.splits_mul, p.splits_shift), n / p.num_splits) << n;
+  }
   EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_allocations"))(), 1);
   EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_frees"))(), 1);
   EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_module_loads"))(), 1);

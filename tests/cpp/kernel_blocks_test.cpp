@@ -1,7 +1,8 @@
 // The kernels' shared building blocks, built for the CPU (AC_HOST_MODEL) from the same source the
 // GPU kernels use: the key range and its splits (key_range.hpp), the page addresser for every
 // cache layout (kv_rows.hpp, against the host's own reading of each layout, cache_address), and
-// the row finish with its one sink fold (row_finish.hpp, against the definition in double).
+// the row finish with its one sink fold (row_finish.hpp, against the definition in double), and
+// the division by the call's divisors as a multiply and a shift (fast_divide.hpp, against /).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "aiter_compat/shim/attention_args.hpp"
 #include "test_seed.hpp"
 #define AC_HOST_MODEL 1
+#include "fast_divide.hpp"
 #include "key_range.hpp"
 #include "kv_rows.hpp"
 #include "row_finish.hpp"
@@ -177,4 +179,45 @@ TEST(KernelBlocks, PageAddresserFindsEveryKeyOfEveryLayout) {
   EXPECT_TRUE(r.ok);
   EXPECT_EQ(r.k, 8 * 24);
   EXPECT_EQ(r.v, 8 * 40);
+}
+
+// Every divisor a call can give (query heads per KV head up to the largest head count, split
+// counts up to 65535) at the dividends the kernels divide (rows, grid z: below 2^31), the
+// multiplier's edges (multiples of the divisor and their neighbours) included.
+TEST(KernelBlocks, FastDivisionAgreesWithIntegerDivision) {
+  std::mt19937 rng(testing_support::test_seed());
+  std::vector<int32_t> divisors;
+  for (int32_t d = 1; d <= 1100; ++d) divisors.push_back(d);
+  for (int32_t d : {4095, 4096, 4097, 65535, 65536, 1 << 20, (1 << 30) - 1, 1 << 30, INT32_MAX}) divisors.push_back(d);
+  for (int i = 0; i < 200; ++i) divisors.push_back(1 + static_cast<int32_t>(rng() % INT32_MAX));
+  for (int32_t d : divisors) {
+    const ac_divisor v = ac_divisor_of(d);
+    auto check = [&](int64_t n) {
+      if (n < 0 || n > INT32_MAX) return;
+      ASSERT_EQ(ac_fast_div(static_cast<int32_t>(n), v.mul, v.shift), static_cast<int32_t>(n / d)) << "n " << n << " d " << d;
+    };
+    for (int64_t n = 0; n < 3000; ++n) check(n);
+    for (int64_t k : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{1000}, INT32_MAX / int64_t{d} - 1, INT32_MAX / int64_t{d}})
+      for (int64_t e = -1; e <= 1; ++e) check(k * d + e);
+    for (int i = 0; i < 2000; ++i) check(static_cast<int64_t>(rng() % (uint64_t{INT32_MAX} + 1)));
+    check(INT32_MAX);
+  }
+}
+
+// The launcher's parameters: the group and the divisors of hq / hk and of the split count.
+TEST(KernelBlocks, SetDivisorsDescribesTheGroupAndTheSplits) {
+  ac_attention_params p{};
+  p.hq = 64, p.hk = 8, p.num_splits = 33;
+  ac_set_divisors(p);
+  EXPECT_EQ(p.group, 8);
+  for (int32_t n : {0, 7, 8, 63, 64, 1000000}) {
+    EXPECT_EQ(ac_row_token(p, n), n / 8);
+    EXPECT_EQ(ac_row_head(p, n), n % 8);
+    EXPECT_EQ(ac_split_sequence(p, n), n / 33);
+  }
+  p.hq = 12, p.hk = 12, p.num_splits = 1;  // group 1, unsplit: the identity
+  ac_set_divisors(p);
+  EXPECT_EQ(p.group, 1);
+  EXPECT_EQ(ac_row_token(p, 12345), 12345);
+  EXPECT_EQ(ac_split_sequence(p, 12345), 12345);
 }
