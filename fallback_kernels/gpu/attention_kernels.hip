@@ -28,7 +28,7 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
   Io io;
   const int tid = ac_thread_x();
   const int32_t token = ac_block_x(), kh = ac_block_y(), split = ac_block_z();
-  const int32_t group = p.group, d = p.head_dim, dv = p.head_dim_v;
+  const int32_t group = p.hq / p.hk, d = p.head_dim, dv = p.head_dim_v;
   if (token >= p.total_q) return;
   const Sequence s = sequence_of(p, token);
   if (token < s.q_start || token >= s.q_start + s.q_len) return;  // padding beyond cu_seqlens_q[batch]
