@@ -2,7 +2,11 @@
 # AITER_COMPAT_GPU_ARCHS and embeds them: gfx* with clang's HIP device pass (no HIP headers, no
 # device libraries: the kernels use clang builtins only), sm_* with nvcc. An arch whose compiler
 # is missing, or does not know it, is skipped with a message; the rest of the build goes on.
-set(AITER_COMPAT_GPU_ARCHS "gfx90a;gfx942;gfx950;sm_90" CACHE STRING "GPU archs to build the fallback kernels for")
+# CDNA (gfx90a, gfx942, gfx950: MFMA tiles and the direct-load kernels, 64-lane waves), RDNA3
+# (gfx1100, gfx1151), RDNA4 (gfx1200, gfx1201) and gfx1250 (the direct-load kernels alone, in
+# 32-lane waves: their matrix tiles are not written yet), NVIDIA Hopper.
+set(AITER_COMPAT_GPU_ARCHS "gfx90a;gfx942;gfx950;gfx1100;gfx1151;gfx1200;gfx1201;gfx1250;sm_90" CACHE STRING
+    "GPU archs to build the fallback kernels for")
 # clang 20 and later know gfx950 (MI350X/MI355X); Debian's clang-22 (with lld-22) is the one the
 # build is tested with. An older clang still builds gfx90a and gfx942, and says why gfx950 is skipped.
 find_program(AITER_COMPAT_HIP_CLANG NAMES clang-22 clang-21 clang-20 clang-19 clang-18 clang-17 clang
@@ -13,6 +17,7 @@ set(kernel_source ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/attention_kernels.h
 set(kernel_deps ${kernel_source} ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/portability.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kernel_params.h
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kernel_common.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/fast_divide.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/key_range.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kv_rows.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/row_finish.hpp

@@ -14,7 +14,14 @@
 // to the inliner, a block's key range was a call, and a call costs AMD kernels registers.
 #define AC_INLINE __attribute__((always_inline))
 #define AC_SHARED __attribute__((shared))
+// Waves of 64 lanes on CDNA (gfx9); RDNA (gfx10-12) and gfx1250 run the kernels in their native
+// 32-lane waves (clang's wavefront size for the target: RDNA's wave64 mode would halve the reach
+// of ds_bpermute, which the lane exchanges below rely on).
+#if defined(__gfx1010__) || defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__)
+#define AC_WARP_SIZE 32
+#else
 #define AC_WARP_SIZE 64
+#endif
 AC_DEVICE int ac_thread_x() { return __builtin_amdgcn_workitem_id_x(); }
 AC_DEVICE int ac_block_x() { return __builtin_amdgcn_workgroup_id_x(); }
 AC_DEVICE int ac_block_y() { return __builtin_amdgcn_workgroup_id_y(); }

@@ -149,7 +149,8 @@ const std::vector<KernelRow>& kernel_rows() {
     const std::vector<int> all = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_BF16_KV8, AC_KTYPE_F16_KV8};
     const std::vector<int> plain = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16};  // merge_attn_states' types
     std::vector<KernelRow> r;
-    const std::vector<std::string> matrix_archs = {"sm_", "gfx"};  // mma.sync / MFMA
+    // mma.sync / MFMA (CDNA). RDNA3/4 and gfx1250 (WMMA) get the direct-load kernels only.
+    const std::vector<std::string> matrix_archs = {"sm_", "gfx90a", "gfx942", "gfx950"};
     r.push_back({K::tiled_keys, "tiled_keys", "matrix-instruction tiles (mma.sync, MFMA), all warps on one 16-row tile (decode)",
                  KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, kSoftcap, matrix_archs, tiled_names(K::tiled_keys)});
     r.push_back({K::tiled_wgmma, "tiled_wgmma", "row tiles on Hopper's warpgroup MMA (prefill, extend)",

@@ -13,6 +13,8 @@
 #include "aiter_compat/probe/gpu_probe.hpp"
 #include "gpu_test_support.hpp"
 #include "host_tensor.hpp"
+#include "aiter_compat/gpu_runtime/code_objects.hpp"
+#include "aiter_compat/gpu_runtime/kernel_table.hpp"
 #include "aiter_compat/gpu_runtime/launch.hpp"
 #include "aiter_compat/shim/gpu_runner.hpp"
 #define AC_HOST_MODEL 1
@@ -125,6 +127,41 @@ TEST(HipLauncher, DecodeOnGfx942) {
   EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_allocations"))(), 1);
   EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_frees"))(), 1);
   EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_module_loads"))(), 1);
+}
+
+// RDNA4 (gfx1201; RDNA3 and gfx1250 alike): no matrix tiles are built there, so the kernel
+// table does not offer them, the module loaded is the arch's own (32-lane waves), and a decode
+// runs on the direct-load kernel with its split merge.
+TEST(HipLauncher, DecodeOnRdnaTakesTheDirectLoadKernels) {
+  if (!built_for("gfx1201")) GTEST_SKIP() << "no gfx1201 code object in this build (no clang with AMDGPU support)";
+  void* lib = dlopen("libamdhip64.so", RTLD_NOW);
+  ASSERT_NE(lib, nullptr);
+  reinterpret_cast<void (*)(const char*)>(dlsym(lib, "fake_hip_set_arch"))("gfx1201");
+  EXPECT_EQ(gpu::device_arch(gpu::Vendor::amd, 0), "gfx1201");
+  for (gpu::KernelId id : {gpu::KernelId::tiled_keys, gpu::KernelId::tiled_rows, gpu::KernelId::tiled_wgmma})
+    EXPECT_FALSE(gpu::kernel_row(id).built_for("gfx1201")) << gpu::kernel_row(id).name;
+  EXPECT_TRUE(gpu::kernel_row(gpu::KernelId::decode).built_for("gfx1201"));
+  EXPECT_TRUE(gpu::kernel_row(gpu::KernelId::tiled_keys).built_for("gfx942"));
+  const int64_t ctx = 32768, blocks = ctx / 16;
+  HostTensor q(DType::bf16, {1, 64, 64}), kc(DType::bf16, {blocks, 16, 8, 64}), vc(DType::bf16, {blocks, 16, 8, 64}),
+      out(DType::bf16, {1, 64, 64}), table(DType::i32, {1, blocks}), used(DType::i32, {1}), cu(DType::i32, {2});
+  PagedArgs a;
+  for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) t->view.device = DeviceKind::rocm;
+  a.q = q.view, a.k_cache = kc.view, a.v_cache = vc.view, a.out = out.view, a.block_table = table.view;
+  a.seqused_k = used.view, a.cu_seqlens_q = cu.view, a.uniform_queries = true, a.max_seqlen_k = ctx;
+  run_gpu(a, nullptr);
+  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));
+  auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
+  ASSERT_EQ(count(), 2);
+  EXPECT_STREQ(launch(0)->name, "ac_decode_bf16_d64");
+  EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(AC_DECODE_THREADS));
+  EXPECT_GT(launch(0)->grid[2], 1u);  // one sequence of 32k keys is split
+  EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
+  const void* image = reinterpret_cast<const void* (*)()>(dlsym(lib, "fake_hip_last_image"))();
+  const void* want = nullptr;
+  for (const auto& o : code_objects())
+    if (std::string(o.arch) == "gfx1201") want = o.data;
+  EXPECT_EQ(image, want) << "the module loaded is not gfx1201's code object";
 }
 
 // Head dim 256 on gfx942: the MFMA row tiles take decode rows too (no keys shape or direct

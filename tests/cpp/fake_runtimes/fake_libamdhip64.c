@@ -22,6 +22,12 @@ EXPORT int fake_hip_frees(void) { return frees; }
 EXPORT void fake_hip_reset(void) { launch_count = allocations = frees = 0; }
 EXPORT void fake_hip_set_kernel_hook(fake_kernel_hook hook) { kernel_hook = hook; }
 EXPORT void fake_hip_set_capturing(int on) { capturing = on; }
+/* The device's arch (gcnArchName), gfx942 unless a test names another before the first query;
+ * the code object image the last module load was given. */
+static char arch_name[64] = "gfx942:sramecc+:xnack-";
+static const void* last_image;
+EXPORT void fake_hip_set_arch(const char* arch) { snprintf(arch_name, sizeof arch_name, "%s", arch); }
+EXPORT const void* fake_hip_last_image(void) { return last_image; }
 
 /* A test of the caller's per-thread state: with a rendezvous of n, each hipGetDeviceProperties
  * call writes a name of its own ("... (call k)"), then waits (up to 5 s) until n calls have
@@ -43,7 +49,7 @@ EXPORT int hipSetDevice(int d) { if (d != 0) return 101; current_device = d; ret
 EXPORT int hipGetDevicePropertiesR0600(void* props, int d) {
   if (d != 0) return 101;
   strcpy((char*)props, "AMD Instinct MI300X");
-  strcpy((char*)props + 1160, "gfx942:sramecc+:xnack-");
+  strcpy((char*)props + 1160, arch_name);
   pthread_mutex_lock(&rendezvous_mutex);
   if (rendezvous_of > 1) {
     snprintf((char*)props, 64, "AMD Instinct MI300X (call %d)", ++rendezvous_calls);
@@ -66,7 +72,7 @@ EXPORT int hipDeviceGetAttribute(int* v, int attr, int d) {
 EXPORT const char* hipGetErrorName(int rc) { return rc ? "hipErrorFake" : "hipSuccess"; }
 EXPORT const char* hipGetErrorString(int rc) { return rc ? "fake HIP error" : "no error"; }
 EXPORT int hipModuleLoadData(void** module, const void* image) {
-  (void)image;
+  last_image = image;
   module_loads++;
   *module = &module_loads;
   return 0;
