@@ -34,6 +34,21 @@ void record_params(const char*, const void* params) {
   if (g_hooked++ == 0) g_first_params = *static_cast<const ac_attention_params*>(params);
 }
 
+// One decode of 1 x 32k keys over a paged bf16 cache (64 query heads, 8 KV heads, head dim 64) on
+// the stand-in AMD device: split across blocks, then merged. The stand-in runs no kernel.
+struct SplitDecode {
+  static constexpr int64_t kCtx = 32768, kBlocks = kCtx / 16;
+  HostTensor q{DType::bf16, {1, 64, 64}}, kc{DType::bf16, {kBlocks, 16, 8, 64}}, vc{DType::bf16, {kBlocks, 16, 8, 64}},
+      out{DType::bf16, {1, 64, 64}}, table{DType::i32, {1, kBlocks}}, used{DType::i32, {1}}, cu{DType::i32, {2}};
+  PagedArgs args() {
+    PagedArgs a;
+    for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) t->view.device = DeviceKind::rocm;
+    a.q = q.view, a.k_cache = kc.view, a.v_cache = vc.view, a.out = out.view, a.block_table = table.view;
+    a.seqused_k = used.view, a.cu_seqlens_q = cu.view, a.uniform_queries = true, a.max_seqlen_k = kCtx;
+    return a;
+  }
+};
+
 }  // namespace
 
 TEST(HipLauncher, ProbeFindsTheArchByContent) {
@@ -85,13 +100,8 @@ TEST(HipLauncher, SecondRuntimeInTheProcessIsReported) {
 
 TEST(HipLauncher, DecodeOnGfx942) {
   if (!built_for("gfx942")) GTEST_SKIP() << "no gfx942 code object in this build (no clang with AMDGPU support)";
-  const int64_t ctx = 32768, blocks = ctx / 16;
-  HostTensor q(DType::bf16, {1, 64, 64}), kc(DType::bf16, {blocks, 16, 8, 64}), vc(DType::bf16, {blocks, 16, 8, 64}),
-      out(DType::bf16, {1, 64, 64}), table(DType::i32, {1, blocks}), used(DType::i32, {1}), cu(DType::i32, {2});
-  PagedArgs a;
-  for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) t->view.device = DeviceKind::rocm;
-  a.q = q.view, a.k_cache = kc.view, a.v_cache = vc.view, a.out = out.view, a.block_table = table.view;
-  a.seqused_k = used.view, a.cu_seqlens_q = cu.view, a.uniform_queries = true, a.max_seqlen_k = ctx;
+  SplitDecode call;
+  const PagedArgs a = call.args();
   void* lib = dlopen("libamdhip64.so", RTLD_NOW);
   ASSERT_NE(lib, nullptr);
   auto set_hook = reinterpret_cast<void (*)(fake_kernel_hook)>(dlsym(lib, "fake_hip_set_kernel_hook"));
@@ -142,13 +152,8 @@ TEST(HipLauncher, DecodeOnRdnaTakesTheDirectLoadKernels) {
     EXPECT_FALSE(gpu::kernel_row(id).built_for("gfx1201")) << gpu::kernel_row(id).name;
   EXPECT_TRUE(gpu::kernel_row(gpu::KernelId::decode).built_for("gfx1201"));
   EXPECT_TRUE(gpu::kernel_row(gpu::KernelId::tiled_keys).built_for("gfx942"));
-  const int64_t ctx = 32768, blocks = ctx / 16;
-  HostTensor q(DType::bf16, {1, 64, 64}), kc(DType::bf16, {blocks, 16, 8, 64}), vc(DType::bf16, {blocks, 16, 8, 64}),
-      out(DType::bf16, {1, 64, 64}), table(DType::i32, {1, blocks}), used(DType::i32, {1}), cu(DType::i32, {2});
-  PagedArgs a;
-  for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) t->view.device = DeviceKind::rocm;
-  a.q = q.view, a.k_cache = kc.view, a.v_cache = vc.view, a.out = out.view, a.block_table = table.view;
-  a.seqused_k = used.view, a.cu_seqlens_q = cu.view, a.uniform_queries = true, a.max_seqlen_k = ctx;
+  SplitDecode call;
+  const PagedArgs a = call.args();
   run_gpu(a, nullptr);
   auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));
   auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
