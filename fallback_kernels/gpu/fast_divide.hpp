@@ -21,9 +21,14 @@ AC_INLINE AC_DEVICE int32_t ac_fast_div(int32_t n, uint32_t mul, int32_t shift) 
 AC_INLINE AC_DEVICE int32_t ac_row_token(const ac_attention_params& p, int32_t flat) {
   return ac_fast_div(flat, p.group_mul, p.group_shift);
 }
-AC_INLINE AC_DEVICE int32_t ac_row_head(const ac_attention_params& p, int32_t flat) {
-  return flat - ac_row_token(p, flat) * p.group;
+struct RowOfGroup {
+  int32_t token, head;  // within the sequence's queries, within the KV head's group
+};
+AC_INLINE AC_DEVICE RowOfGroup ac_row_of(const ac_attention_params& p, int32_t flat) {
+  const int32_t t = ac_row_token(p, flat);
+  return {t, flat - t * p.group};
 }
+AC_INLINE AC_DEVICE int32_t ac_row_head(const ac_attention_params& p, int32_t flat) { return ac_row_of(p, flat).head; }
 // Grid z = sequence x splits + split: the sequence.
 AC_INLINE AC_DEVICE int32_t ac_split_sequence(const ac_attention_params& p, int32_t z) {
   return ac_fast_div(z, p.splits_mul, p.splits_shift);

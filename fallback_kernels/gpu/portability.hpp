@@ -17,7 +17,7 @@
 // Waves of 64 lanes on CDNA (gfx9); RDNA (gfx10-12) and gfx1250 run the kernels in their native
 // 32-lane waves (clang's wavefront size for the target: RDNA's wave64 mode would halve the reach
 // of ds_bpermute, which the lane exchanges below rely on).
-#if defined(__gfx1010__) || defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__)
+#if defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__)
 #define AC_WARP_SIZE 32
 #else
 #define AC_WARP_SIZE 64

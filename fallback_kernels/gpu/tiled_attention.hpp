@@ -222,7 +222,8 @@ struct TiledAttention : TileContext {
     for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
       const int r = x / kChunks, c = x % kChunks, flat = row0 + r;
       if (flat >= rows_total) continue;
-      const int32_t t = ac_row_token(p, flat), token = seq.q_start + t, h = kh * group + flat - t * group;
+      const RowOfGroup row = ac_row_of(p, flat);
+      const int32_t token = seq.q_start + row.token, h = kh * group + row.head;
       float mx = -AC_INFINITY;
 #pragma unroll
       for (int w = 0; w < S.warps_n; ++w) mx = fmaxf(mx, m_s[w * kBlockM + r]);

@@ -104,7 +104,8 @@ struct AmdTiles {
     const int lane = tid % kLanes, warp_m = (tid / kLanes) % S.warps_m;
     const int32_t flat = c.row0 + slot_row(warp_m, lane, 0);
     const bool ok = flat < c.rows_total;
-    const int32_t tf = ac_row_token(c.p, flat), t = ok ? tf : 0, g = ok ? flat - tf * c.group : 0;
+    const RowOfGroup of = ac_row_of(c.p, flat);
+    const int32_t t = ok ? of.token : 0, g = ok ? of.head : 0;
     const int64_t row = (c.seq.q_start + t) * c.p.q_tok + (c.kh * c.group + g) * c.p.q_head;
     if (kKv8 && (c.p.q_type == AC_DTYPE_E4M3FN || c.p.q_type == AC_DTYPE_E4M3FNUZ)) {  // 4 codes per step
       const uint8_t* base = static_cast<const uint8_t*>(c.p.q) + row;
@@ -252,7 +253,8 @@ struct AmdTiles {
     const int row = slot_row(warp_m, lane, 0);
     const int32_t flat = c.row0 + row;
     if (flat >= c.rows_total) return;
-    const int32_t t = ac_row_token(c.p, flat), token = c.seq.q_start + t, h = c.kh * c.group + flat - t * c.group;
+    const RowOfGroup of = ac_row_of(c.p, flat);
+    const int32_t token = c.seq.q_start + of.token, h = c.kh * c.group + of.head;
     if (c.p.num_splits > 1) {
       float* dst = partial_out_row(c.p, split, token, h, D);
 #pragma unroll

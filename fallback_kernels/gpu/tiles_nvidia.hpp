@@ -117,7 +117,8 @@ struct NvTiles {
         const int r = x / kChunks, ch = x % kChunks, flat = c.row0 + r;
         ac_u32x4 out{0, 0, 0, 0};
         if (flat < c.rows_total) {
-          const int32_t t = ac_row_token(c.p, flat), g = flat - t * c.group;
+          const RowOfGroup of = ac_row_of(c.p, flat);
+          const int32_t t = of.token, g = of.head;
           const ac_u32x2 codes = *reinterpret_cast<const ac_u32x2*>(q8 + (c.seq.q_start + t) * c.p.q_tok +
                                                               (c.kh * c.group + g) * c.p.q_head + ch * 8);
           ac_e4m3x4_to_16bit<T>(codes.x, fnuz, out.x, out.y);
@@ -131,7 +132,8 @@ struct NvTiles {
     for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
       const int r = x / kChunks, ch = x % kChunks, flat = c.row0 + r;
       const bool ok = flat < c.rows_total;
-      const int32_t tf = ac_row_token(c.p, flat), t = ok ? tf : 0, g = ok ? flat - tf * c.group : 0;
+      const RowOfGroup of = ac_row_of(c.p, flat);
+      const int32_t t = ok ? of.token : 0, g = ok ? of.head : 0;
       ac_copy16_async(q_s + swizzle(r, ch, kBlockM), q + (c.seq.q_start + t) * c.p.q_tok + (c.kh * c.group + g) * c.p.q_head + ch * 8,
                       ok);
     }
