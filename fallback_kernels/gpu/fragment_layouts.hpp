@@ -21,6 +21,16 @@
 //     B[k][j] (16 x 16): lane j + 16 (k / 4), element k % 4
 //     D[i][j] (16 x 16): lane j + 16 (i / 4), register i % 4                     (4 registers)
 // The same instructions exist on gfx90a (CDNA2), gfx942 (CDNA3) and gfx950 (CDNA4).
+//
+// AMD WMMA on 32-lane waves, v_wmma_f32_16x16x16_{bf16,f16} (M = N = K = 16, fp32 accumulator in
+// 8 registers per lane), as the RDNA3 and RDNA4 ISA reference guides ("Wave Matrix Multiply
+// Accumulate") give them; lane l, h = l / 16:
+//   RDNA3 (gfx11): A[i][k]: lane i and lane i + 16 (both halves hold the same data), element k
+//     (16 per lane, 8 registers); B[k][j] likewise by column; D[i][j]: lane j + 16 (i % 2),
+//     register i / 2 (the halves hold alternate rows).
+//   RDNA4 (gfx12): A[i][k]: lane i + 16 (k / 8), element k % 8 (8 per lane, 4 registers); B
+//     likewise; D[i][j]: lane j + 16 (i / 8), register i % 8.
+// gfx1250's matrix instructions (16 x 16 x 32) are not used: the tiles there are not built.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -43,41 +53,76 @@ struct Mma16x8 {
 // MFMA with M = N = kN: the lanes holding one A row (or B column) differ in the lane bits from
 // kN up; each holds 4 consecutive K values of it.
 template <int kN> struct Mfma;
+// Every layout below also says: kElems, the 16-bit A / B elements per lane (consecutive K values,
+// one load from LDS); kRun, how many consecutive D rows a lane holds in consecutive registers
+// (the widest store of a lane's output); and where the B operand of O^T += V^T P^T comes from
+// (p_lane_xor, p_reg: see below).
 template <> struct Mfma<32> {
-  static constexpr int kLanes = 64, kN = 32, kK = 8, kRegs = 16;
+  static constexpr int kLanes = 64, kN = 32, kK = 8, kRegs = 16, kElems = 4, kRun = 4;
   AC_LAYOUT static int ab_index(int lane) { return lane % 32; }          // A's row i, B's column j
   AC_LAYOUT static int ab_k(int lane, int e) { return 4 * (lane / 32) + e; }  // e: 0..3
   AC_LAYOUT static int d_col(int lane) { return lane % 32; }             // D's column j
   AC_LAYOUT static int d_row(int lane, int r) { return 8 * (r / 4) + 4 * (lane / 32) + r % 4; }  // D's row i
 };
 template <> struct Mfma<16> {
-  static constexpr int kLanes = 64, kN = 16, kK = 16, kRegs = 4;
+  static constexpr int kLanes = 64, kN = 16, kK = 16, kRegs = 4, kElems = 4, kRun = 4;
   AC_LAYOUT static int ab_index(int lane) { return lane % 16; }
   AC_LAYOUT static int ab_k(int lane, int e) { return 4 * (lane / 16) + e; }
   AC_LAYOUT static int d_col(int lane) { return lane % 16; }
   AC_LAYOUT static int d_row(int lane, int r) { return 4 * (lane / 16) + r; }
 };
 
-// The D registers of an S^T = K Q^T product that form the B operand (P^T, keys x queries) of
-// step `s` of O^T += V^T P^T: register base + e holds key kK s + ab_k(lane, e). This is what
-// lets the scores feed the next product without leaving the registers.
-// 32 x 32: step s covers keys 8 s .. 8 s + 7, held in registers 4 s .. 4 s + 3; 16 x 16: one step
-// of 16 keys, registers 0 .. 3.
-template <int kN>
-AC_LAYOUT int p_register(int s, int e) { return 4 * s + e; }
+// RDNA3 and RDNA4 WMMA, 16 x 16 x 16 (see the top of this file).
+struct WmmaRdna3 {
+  static constexpr int kLanes = 32, kN = 16, kK = 16, kRegs = 8, kElems = 16, kRun = 1;
+  AC_LAYOUT static int ab_index(int lane) { return lane % 16; }
+  AC_LAYOUT static int ab_k(int, int e) { return e; }  // both halves of the wave hold all 16
+  AC_LAYOUT static int d_col(int lane) { return lane % 16; }
+  AC_LAYOUT static int d_row(int lane, int r) { return 2 * r + lane / 16; }
+};
+struct WmmaRdna4 {
+  static constexpr int kLanes = 32, kN = 16, kK = 16, kRegs = 8, kElems = 8, kRun = 8;
+  AC_LAYOUT static int ab_index(int lane) { return lane % 16; }
+  AC_LAYOUT static int ab_k(int lane, int e) { return 8 * (lane / 16) + e; }
+  AC_LAYOUT static int d_col(int lane) { return lane % 16; }
+  AC_LAYOUT static int d_row(int lane, int r) { return 8 * (lane / 16) + r; }
+};
 
-// The AMD tiles' index maps (tiles_amd.hpp), over a wave's MFMA layout L = Mfma<kN>: where
-// each lane's operands come from in LDS and registers, and which key and dim each of its
-// accumulator elements is. Each lane holds one query row of S^T and O^T (its D column).
-// kWarpKeys: keys of a tile each wave scores; kPitch: 16-bit elements per LDS row of K and V.
-template <int kN, int kWarpKeys, int kPitch>
+// The D registers of an S^T = K Q^T product that form the B operand (P^T, keys x queries) of
+// step `s` of O^T += V^T P^T (keys kK s .. kK s + kK - 1): element e of lane `lane`'s operand
+// is register p_reg(s, e) of lane `lane ^ p_lane_xor(lane, e)`. This is what lets the scores feed
+// the next product without leaving the registers: on MFMA and RDNA4 each lane's own registers
+// (MFMA 32 x 32: step s is registers 4 s .. 4 s + 3; 16 x 16 and RDNA4: one step); on RDNA3,
+// whose B operand holds all 16 keys in each half of the wave while D holds alternate rows in
+// each half, half the elements come from the lane 16 apart.
+template <class L>
+constexpr bool p_from_partner = L::kElems == 16;  // RDNA3
+template <class L>
+AC_LAYOUT int p_reg(int s, int e) {
+  if constexpr (p_from_partner<L>) return e / 2;
+  else return L::kElems * s + e;
+}
+template <class L>
+AC_LAYOUT int p_lane_xor(int lane, int e) {
+  if constexpr (p_from_partner<L>) return e % 2 == lane / 16 ? 0 : 16;
+  else return 0;
+}
+
+// The AMD tiles' index maps (tiles_amd.hpp), over a wave's matrix layout L (Mfma<N>, WmmaRdna3,
+// WmmaRdna4): where each lane's operands come from in LDS and registers, and which key and dim
+// each of its accumulator elements is. Each lane holds one query row of S^T and O^T (its D
+// column). kWarpKeys: keys of a tile each wave scores; kPitch: 16-bit elements per LDS row of K
+// (and of V when kVPitch is 0); kVPitch > 0: V is held transposed, kVPitch keys per dim row.
+template <class Layout, int kWarpKeys, int kPitch, int kVPitch = 0>
 struct AmdTileMaps {
-  using L = Mfma<kN>;
+  using L = Layout;
+  static constexpr int kN = L::kN;
   // The query row (of the block's tile) lane `lane` of wave row `warp_m` holds.
   AC_LAYOUT static int row(int warp_m, int lane) { return warp_m * kN + L::d_col(lane); }
   // Q^T as S^T's B operand: element e of step ks is dim ks kK + ab_k.
   AC_LAYOUT static int q_dim(int ks, int lane, int e) { return ks * L::kK + L::ab_k(lane, e); }
-  // K as S^T's A operand: the LDS offset of elements 0..3 (consecutive) of key chunk ch, step ks.
+  // K as S^T's A operand: the LDS offset of elements 0 .. kElems - 1 (consecutive) of key chunk
+  // ch, step ks.
   AC_LAYOUT static int k_offset(int warp_n, int ch, int ks, int lane) {
     return (warp_n * kWarpKeys + ch * kN + L::ab_index(lane)) * kPitch + ks * L::kK + L::ab_k(lane, 0);
   }
@@ -86,14 +131,20 @@ struct AmdTileMaps {
     return warp_n * kWarpKeys + (e / L::kRegs) * kN + L::d_row(lane, e % L::kRegs);
   }
   // V^T as O^T's A operand: the LDS offset of element e of dim block b, key chunk ch, step st
-  // (4 keys of one dim: four rows apart).
+  // (kElems keys of one dim: rows apart).
   AC_LAYOUT static int v_offset(int warp_n, int b, int ch, int st, int lane, int e) {
-    return (warp_n * kWarpKeys + ch * kN + st * L::kK + L::ab_k(lane, e)) * kPitch + b * kN + L::ab_index(lane);
+    return v_at(warp_n * kWarpKeys + ch * kN + st * L::kK + L::ab_k(lane, e), b * kN + L::ab_index(lane));
   }
-  // Output element e (register e % kRegs of dim block e / kRegs): its dim. Registers 4 g .. 4 g + 3
-  // are dims out_dim(4 g) .. + 3, so they store as one 8-byte (16-bit) or 16-byte (fp32) write.
+  // Where key `key`'s dim `dim` of V is in LDS. Transposed, an operand's kElems keys (consecutive
+  // in ab_k) are consecutive elements.
+  AC_LAYOUT static int v_at(int key, int dim) { return kVPitch ? dim * kVPitch + key : key * kPitch + dim; }
+  static constexpr bool kVTransposed = kVPitch > 0;
+  // Output element e (register e % kRegs of dim block e / kRegs): its dim. Registers kRun g ..
+  // kRun g + kRun - 1 are consecutive dims (MFMA, RDNA4: stored 4 at a time, one 8-byte (16-bit)
+  // or 16-byte (fp32) write; RDNA3's rows alternate between the halves: one at a time).
   AC_LAYOUT static int out_dim(int lane, int e) { return (e / L::kRegs) * kN + L::d_row(lane, e % L::kRegs); }
-  // The lanes sharing a row differ in the lane bits from kN up: XOR masks kN, 2 kN, ... below 64.
+  // The lanes sharing a row differ in the lane bits from kN up: XOR masks kN, 2 kN, ... below
+  // L::kLanes.
   AC_LAYOUT static int first_row_mask() { return kN; }
 };
 

@@ -57,23 +57,31 @@ struct ac_tiled_shape {
   int warps_m, m_tiles, warps_n, block_n, stages, head_dim;
   int blocks_per_sm;  // resident blocks the registers must leave room for (launch bounds)
   int warpgroup = 0;  // 1: warpgroup MMA (warps_m a multiple of 4, m_tiles 1, warps_n 1)
-  int lanes = 32;     // 64: AMD waves (MFMA layouts; K and V rows padded in LDS, Q in registers)
-  int tile_rows = 16; // query rows of one m-tile: 16 (mma.sync, MFMA 16x16x16) or 32 (MFMA 32x32x8)
+  int lanes = 32;     // 64: CDNA waves (MFMA); 32: NVIDIA warps, RDNA waves (WMMA)
+  int tile_rows = 16; // query rows of one m-tile: 16 (mma.sync, MFMA 16x16x16, WMMA) or 32 (MFMA 32x32x8)
+  int amd = 0;        // 1: the MFMA tiles (K and V rows padded in LDS, Q in registers); 2: the WMMA tiles (V^T in LDS)
   constexpr int threads() const { return warps_m * warps_n * lanes; }
+  // AMD: the waves per SIMD the registers must leave room for (four SIMDs per CU or WGP).
+  constexpr int waves_per_simd() const { return blocks_per_sm * threads() / (4 * lanes); }
   constexpr int block_m() const { return warps_m * m_tiles * tile_rows; }
   constexpr int out_stride() const { return head_dim + 4; }  // floats per row of the epilogue buffer
   // 16-bit elements per K or V row in shared memory: NVIDIA's rows are swizzled in place; AMD's
   // are padded by 16 bytes, so that the lanes reading one element of 32 rows use 32 banks.
-  constexpr int row_pitch() const { return lanes == 64 ? head_dim + 8 : head_dim; }
+  constexpr int row_pitch() const { return amd ? head_dim + 8 : head_dim; }
+  // The WMMA tiles keep V transposed in LDS (a row of block_n keys per dim, padded by 16 bytes), so
+  // that the keys of one dim an A operand holds are one vector read, not kElems 16-bit reads: with
+  // 32-lane waves those reads, hoisted, were what spilled. 0: V rows as K's.
+  constexpr int v_pitch() const { return amd == 2 ? block_n + 8 : 0; }
+  constexpr int v_elems() const { return amd == 2 ? head_dim * v_pitch() : block_n * row_pitch(); }
   // Q tile (NVIDIA: read from shared memory as fragments; AMD: loaded into registers once), K
   // and V stages (16-bit), one validity byte per key per stage; reused at the end for the fp32
   // partial outputs and (max, sum) of every warp (AMD row tiles store from registers: none).
   // Past both: each row's sink (fp32), read from memory at the block's start so that the
   // epilogue does not wait on it.
   constexpr int sink_offset() const {
-    const int loop = (lanes == 64 ? 0 : block_m() * head_dim * 2) + 2 * stages * block_n * row_pitch() * 2 +
+    const int loop = (amd ? 0 : block_m() * head_dim * 2) + stages * (block_n * row_pitch() + v_elems()) * 2 +
                      stages * block_n;
-    const int epilogue = lanes == 64 && warps_n == 1 ? 0 : warps_n * block_m() * (out_stride() + 2) * 4;
+    const int epilogue = amd && warps_n == 1 ? 0 : warps_n * block_m() * (out_stride() + 2) * 4;
     return ((loop > epilogue ? loop : epilogue) + 15) / 16 * 16;
   }
   constexpr int smem_bytes() const {
@@ -102,10 +110,21 @@ constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
 // output (128) and query (64) registers and the tile loaded ahead do not fit 256, and its 33 KiB
 // K/V stage leaves no room for a second block in gfx90a's and gfx942's 64 KiB of LDS.
 constexpr ac_tiled_shape ac_tiled_rows_shape_amd(int head_dim) {
-  return ac_tiled_shape{4, 1, 1, head_dim == 64 ? 64 : 32, 1, head_dim, head_dim == 256 ? 1 : 2, 0, 64, 32};
+  return ac_tiled_shape{4, 1, 1, head_dim == 64 ? 64 : 32, 1, head_dim, head_dim == 256 ? 1 : 2, 0, 64, 32, 1};
 }
 constexpr ac_tiled_shape ac_tiled_keys_shape_amd(int head_dim) {
-  return ac_tiled_shape{1, 1, 4, 64, 1, head_dim, 2, 0, 64, 16};
+  return ac_tiled_shape{1, 1, 4, 64, 1, head_dim, 2, 0, 64, 16, 1};
+}
+// RDNA3 and RDNA4 (WMMA 16 x 16 x 16 on 32-lane waves): the same blocks of four waves, each wave
+// 16 query rows ("rows") or 16 keys of a 64-key tile ("keys"), V transposed in LDS (v_pitch). A
+// lane holds 8 of each instruction's 16 accumulator rows (MFMA 16 x 16: 4 of 16, 32 x 32: 16 of
+// 32) and twice an MFMA lane's K/V staging: the row tiles take 32 keys at a time. Built at head
+// dims 64 (RDNA3, RDNA4) and 128 (RDNA4): kernel_table.cpp, tiled_dims_on.
+constexpr ac_tiled_shape ac_tiled_rows_shape_rdna(int head_dim) {
+  return ac_tiled_shape{4, 1, 1, 32, 1, head_dim, 2, 0, 32, 16, 2};
+}
+constexpr ac_tiled_shape ac_tiled_keys_shape_rdna(int head_dim) {
+  return ac_tiled_shape{1, 1, 4, 64, 1, head_dim, 2, 0, 32, 16, 2};
 }
 #endif
 

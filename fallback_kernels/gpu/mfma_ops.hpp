@@ -1,5 +1,6 @@
-// The AMD layer of the tiled attention kernels (gfx90a, gfx942, gfx950): the MFMA instructions
-// on 16-bit operands with fp32 accumulators (v_mfma_f32_32x32x8 and _16x16x16, bf16 and f16),
+// The AMD layer of the tiled attention kernels: the matrix instructions on 16-bit operands with
+// fp32 accumulators, bf16 and f16 (gfx90a, gfx942, gfx950: v_mfma_f32_32x32x8 and _16x16x16;
+// RDNA3 gfx11 and RDNA4 gfx1200/gfx1201: v_wmma_f32_16x16x16 on 32-lane waves),
 // the packing of fp32 scores into 16-bit operands, and the few other operations the tiles need.
 // Which lane holds what is in fragment_layouts.hpp; the tiles (tiles_amd.hpp) are written over
 // that. Not run on an AMD GPU here: checked by reading the code objects
@@ -10,62 +11,99 @@
 #include "kernel_params.h"
 #include "portability.hpp"
 
-#if defined(AC_AMD) && (defined(__gfx90a__) || defined(__gfx942__) || defined(__gfx950__))
+#if defined(AC_AMD) && (defined(__gfx90a__) || defined(__gfx942__) || defined(__gfx950__) || defined(__GFX11__) || \
+                         defined(__gfx1200__) || defined(__gfx1201__))
 #define AC_HAS_MATRIX_OPS 1
+#if defined(__GFX11__)
+#define AC_HAS_WMMA 1
+namespace { using AmdLayoutRdna = ac_layout::WmmaRdna3; }
+#elif defined(__GFX12__)
+#define AC_HAS_WMMA 1
+namespace { using AmdLayoutRdna = ac_layout::WmmaRdna4; }
+#else
 #define AC_HAS_MFMA 1
+#endif
 
 typedef short ac_i16x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 ac_h16x4 __attribute__((ext_vector_type(4)));
+typedef short ac_i16x8 __attribute__((ext_vector_type(8)));
+typedef _Float16 ac_h16x8 __attribute__((ext_vector_type(8)));
+typedef short ac_i16x16 __attribute__((ext_vector_type(16)));
+typedef _Float16 ac_h16x16 __attribute__((ext_vector_type(16)));
 typedef float ac_f32x16v __attribute__((ext_vector_type(16)));
+typedef float ac_f32x8v __attribute__((ext_vector_type(8)));
 typedef float ac_f32x4v __attribute__((ext_vector_type(4)));
 
-// Four 16-bit values (a row's K slice of an A operand, a column's of B) in two registers.
-struct ac_frag16x4 {
-  uint32_t lo, hi;  // elements 0, 1 in lo; 2, 3 in hi (element 0 in the low half)
-};
+// The layout of a tile of N query rows on this arch: MFMA N x N on CDNA, WMMA 16 x 16 on RDNA.
+#if defined(AC_HAS_MFMA)
+template <int N> using AmdLayout = ac_layout::Mfma<N>;
+#else
+template <int N> using AmdLayout = AmdLayoutRdna;
+#endif
 
-// The accumulator of one MFMA: N x N fp32 over the wave, kRegs per lane (a plain array, so
-// that elements can be named; bit-cast to the builtins' vector type around each instruction).
-template <int kN> struct MfmaAcc { float v[ac_layout::Mfma<kN>::kRegs]; };
+// kE 16-bit values (a row's K slice of an A operand, a column's of B), two per register, element
+// 0 in the low half of w[0]. WMMA's 8 or 16 values are read as 16-byte vectors (the launcher
+// requires 16-byte rows; LDS rows are padded by 16 bytes).
+template <int kE> struct alignas(kE >= 8 ? 16 : 4) AmdFrag { uint32_t w[kE / 2]; };
 
-// mma<N>(d, a, b): d += a b, with the layouts of fragment_layouts.hpp's Mfma<N>. pack(): four
-// floats to the type's 16-bit operand, rounded to nearest even.
-template <typename T> struct MfmaOps;
-template <> struct MfmaOps<BF16> {
-  AC_DEVICE void mma(MfmaAcc<32>& d, ac_frag16x4 a, ac_frag16x4 b) {
-    d = __builtin_bit_cast(MfmaAcc<32>, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(
-                                            __builtin_bit_cast(ac_i16x4, a), __builtin_bit_cast(ac_i16x4, b),
-                                            __builtin_bit_cast(ac_f32x16v, d), 0, 0, 0));
-  }
-  AC_DEVICE void mma(MfmaAcc<16>& d, ac_frag16x4 a, ac_frag16x4 b) {
-    d = __builtin_bit_cast(MfmaAcc<16>, __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(
-                                            __builtin_bit_cast(ac_i16x4, a), __builtin_bit_cast(ac_i16x4, b),
-                                            __builtin_bit_cast(ac_f32x4v, d), 0, 0, 0));
-  }
-  AC_DEVICE ac_frag16x4 pack(float x0, float x1, float x2, float x3) {
-    return {static_cast<uint32_t>(ac_float_to_bf16(x0)) | static_cast<uint32_t>(ac_float_to_bf16(x1)) << 16,
-            static_cast<uint32_t>(ac_float_to_bf16(x2)) | static_cast<uint32_t>(ac_float_to_bf16(x3)) << 16};
-  }
+// The accumulator of one matrix instruction: N x N fp32 over the wave, kRegs per lane (a plain
+// array, so that elements can be named; bit-cast to the builtins' vector type around each one).
+template <class L> struct AmdAcc { float v[L::kRegs]; };
+
+// mma(d, a, b): d += a b with layout L's operands (fragment_layouts.hpp); pack2: two floats to
+// the type's 16-bit operand, rounded to nearest even.
+template <typename T> struct AmdPack;
+template <> struct AmdPack<BF16> {
   AC_DEVICE uint32_t pack2(float lo, float hi) {
     return static_cast<uint32_t>(ac_float_to_bf16(lo)) | static_cast<uint32_t>(ac_float_to_bf16(hi)) << 16;
   }
 };
-template <> struct MfmaOps<F16> {
-  AC_DEVICE void mma(MfmaAcc<32>& d, ac_frag16x4 a, ac_frag16x4 b) {
-    d = __builtin_bit_cast(MfmaAcc<32>, __builtin_amdgcn_mfma_f32_32x32x8f16(
-                                            __builtin_bit_cast(ac_h16x4, a), __builtin_bit_cast(ac_h16x4, b),
-                                            __builtin_bit_cast(ac_f32x16v, d), 0, 0, 0));
-  }
-  AC_DEVICE void mma(MfmaAcc<16>& d, ac_frag16x4 a, ac_frag16x4 b) {
-    d = __builtin_bit_cast(MfmaAcc<16>, __builtin_amdgcn_mfma_f32_16x16x16f16(
-                                            __builtin_bit_cast(ac_h16x4, a), __builtin_bit_cast(ac_h16x4, b),
-                                            __builtin_bit_cast(ac_f32x4v, d), 0, 0, 0));
-  }
+template <> struct AmdPack<F16> {
   AC_DEVICE uint32_t pack2(float lo, float hi) {
     return static_cast<uint32_t>(__builtin_bit_cast(uint16_t, static_cast<_Float16>(lo))) |
            static_cast<uint32_t>(__builtin_bit_cast(uint16_t, static_cast<_Float16>(hi))) << 16;
   }
-  AC_DEVICE ac_frag16x4 pack(float x0, float x1, float x2, float x3) { return {pack2(x0, x1), pack2(x2, x3)}; }
+};
+template <typename T, class L> struct AmdMatrixOps : AmdPack<T> {
+  using Frag = AmdFrag<L::kElems>;
+  AC_DEVICE void mma(AmdAcc<L>& d, const Frag& a, const Frag& b) {
+    constexpr bool bf = ac_same<T, BF16>::value;
+#if defined(AC_HAS_MFMA)
+    if constexpr (L::kN == 32) {
+      const ac_f32x16v c = __builtin_bit_cast(ac_f32x16v, d);
+      if constexpr (bf)
+        d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(__builtin_bit_cast(ac_i16x4, a),
+                                                                                 __builtin_bit_cast(ac_i16x4, b), c, 0, 0, 0));
+      else
+        d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_mfma_f32_32x32x8f16(__builtin_bit_cast(ac_h16x4, a),
+                                                                             __builtin_bit_cast(ac_h16x4, b), c, 0, 0, 0));
+    } else {
+      const ac_f32x4v c = __builtin_bit_cast(ac_f32x4v, d);
+      if constexpr (bf)
+        d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(ac_i16x4, a),
+                                                                                  __builtin_bit_cast(ac_i16x4, b), c, 0, 0, 0));
+      else
+        d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(ac_h16x4, a),
+                                                                              __builtin_bit_cast(ac_h16x4, b), c, 0, 0, 0));
+    }
+#elif defined(__GFX11__)
+    const ac_f32x8v c = __builtin_bit_cast(ac_f32x8v, d);
+    if constexpr (bf)
+      d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(__builtin_bit_cast(ac_i16x16, a),
+                                                                                  __builtin_bit_cast(ac_i16x16, b), c));
+    else
+      d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(__builtin_bit_cast(ac_h16x16, a),
+                                                                                 __builtin_bit_cast(ac_h16x16, b), c));
+#else
+    const ac_f32x8v c = __builtin_bit_cast(ac_f32x8v, d);
+    if constexpr (bf)
+      d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(__builtin_bit_cast(ac_i16x8, a),
+                                                                                        __builtin_bit_cast(ac_i16x8, b), c));
+    else
+      d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(__builtin_bit_cast(ac_h16x8, a),
+                                                                                       __builtin_bit_cast(ac_h16x8, b), c));
+#endif
+  }
 };
 
 // A sink (element `index` of sinks, in its own dtype) where valid, else -inf.
@@ -80,5 +118,5 @@ AC_DEVICE float ac_load_sink_now(const void* sinks, int32_t type, int64_t index,
 AC_DEVICE int ac_lane() { return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
 
 #elif defined(AC_AMD)
-#define AC_HAS_MATRIX_OPS 0  // an AMD arch without MFMA
+#define AC_HAS_MATRIX_OPS 0  // gfx1250: its 16 x 16 x 32 matrix instructions are not used
 #endif

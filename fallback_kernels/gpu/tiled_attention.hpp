@@ -1,7 +1,7 @@
 // Tiled attention on matrix instructions (FlashAttention-2 style), for prefill, extend and
 // decode, varlen or paged, with sinks, causal masks and sliding windows: the mainloop, written
 // once over an arch's tiles (tiles_nvidia.hpp: mma.sync and the sm_90a warpgroup MMA;
-// tiles_amd.hpp: MFMA on gfx90a, gfx942 and gfx950).
+// tiles_amd.hpp: MFMA on gfx90a, gfx942 and gfx950, WMMA on RDNA3 and RDNA4).
 //
 // A block takes one KV head of one sequence and a tile of "rows": row r is query token r / G,
 // head r % G of that KV head's group (G query heads), so the query heads of a group share every
@@ -282,10 +282,11 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
 #define AC_TILED_KERNEL(name, T, shape, paged, kv8) \
   extern "C" __global__ __launch_bounds__(shape.threads(), shape.blocks_per_sm) void name(ac_attention_params p) { tiled_attention<T, shape, paged, kv8>(p); }
 #else
-// Two blocks of four waves per CU: two waves per SIMD, at most 256 VGPRs and AGPRs each.
+// Two blocks of four waves per CU (CDNA) or WGP (RDNA): two waves per SIMD (four SIMDs each), at
+// most 256 VGPRs and AGPRs each on CDNA.
 #define AC_TILED_KERNEL(name, T, shape, paged, kv8)                                                              \
   extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(shape.threads(), shape.threads()))) \
-  __attribute__((amdgpu_waves_per_eu(shape.blocks_per_sm * shape.threads() / 256))) void name(ac_attention_params p) { \
+  __attribute__((amdgpu_waves_per_eu(shape.waves_per_simd()))) void name(ac_attention_params p) {                  \
     tiled_attention<T, shape, paged, kv8>(p);                                                                    \
   }
 #endif
@@ -302,20 +303,30 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d128, BF16, shape_of(128), true, true)        \
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d64, F16, shape_of(64), true, true)            \
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d128, F16, shape_of(128), true, true)
-// Head dim 256: the row shapes alone (kernel_table.cpp says why).
-#define AC_TILED_KERNELS_D256(kind, shape_of)                                                    \
-  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d256, BF16, shape_of(256), false, false)                \
-  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d256, F16, shape_of(256), false, false)                  \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d256, BF16, shape_of(256), true, false)           \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d256, F16, shape_of(256), true, false)             \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d256, BF16, shape_of(256), true, true)        \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d256, F16, shape_of(256), true, true)
+// One head dim's six kernels. Head dim 256: the row shapes alone (kernel_table.cpp says why).
+#define AC_TILED_KERNELS_AT(kind, shape_of, d)                                                   \
+  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d##d, BF16, shape_of(d), false, false)                  \
+  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d##d, F16, shape_of(d), false, false)                    \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d##d, BF16, shape_of(d), true, false)             \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d##d, F16, shape_of(d), true, false)               \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d##d, BF16, shape_of(d), true, true)          \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d##d, F16, shape_of(d), true, true)
+#define AC_TILED_KERNELS_D256(kind, shape_of) AC_TILED_KERNELS_AT(kind, shape_of, 256)
 #if defined(AC_NVIDIA)
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape)
 AC_TILED_KERNELS_D256(rows, ac_tiled_rows_shape)
 AC_TILED_KERNELS(keys, ac_tiled_keys_shape)
 #if AC_HAS_WARPGROUP_MMA
 AC_TILED_KERNELS(wgmma, ac_tiled_wgmma_shape)
+#endif
+#elif defined(AC_HAS_WMMA)
+// The head dims whose WMMA tiles fit the registers without scratch (kernel_table.cpp,
+// tiled_dims_on): RDNA3 64, RDNA4 64 and 128.
+AC_TILED_KERNELS_AT(rows, ac_tiled_rows_shape_rdna, 64)
+AC_TILED_KERNELS_AT(keys, ac_tiled_keys_shape_rdna, 64)
+#if !defined(__GFX11__)
+AC_TILED_KERNELS_AT(rows, ac_tiled_rows_shape_rdna, 128)
+AC_TILED_KERNELS_AT(keys, ac_tiled_keys_shape_rdna, 128)
 #endif
 #else
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape_amd)
@@ -324,6 +335,7 @@ AC_TILED_KERNELS(keys, ac_tiled_keys_shape_amd)
 #endif
 #undef AC_TILED_KERNELS
 #undef AC_TILED_KERNELS_D256
+#undef AC_TILED_KERNELS_AT
 #undef AC_TILED_KERNEL
 
 #endif  // AC_HAS_MATRIX_OPS

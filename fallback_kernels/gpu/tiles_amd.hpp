@@ -1,5 +1,6 @@
-// The AMD tiles of the tiled attention kernels (gfx90a, gfx942, gfx950: 64-lane waves, MFMA),
-// over the layouts of fragment_layouts.hpp. The products run transposed, queries along the lanes:
+// The AMD tiles of the tiled attention kernels (gfx90a, gfx942, gfx950: 64-lane waves, MFMA;
+// RDNA3 gfx11 and RDNA4 gfx1200/gfx1201: 32-lane waves, WMMA 16 x 16 x 16), over the layouts of
+// fragment_layouts.hpp: one type for every AMD family, the layout its only difference. The products run transposed, queries along the lanes:
 //   S^T = K Q^T   (A: K rows from LDS, B: Q^T in registers for the whole loop),
 //   O^T += V^T P^T (A: V^T read from LDS, B: P^T straight from S^T's accumulator registers),
 // so that each lane holds whole rows (one query) of the scores and of the output: its softmax
@@ -20,29 +21,32 @@
 #include "row_store.hpp"
 #include "tile_context.hpp"
 
-#if defined(AC_AMD) && AC_HAS_MFMA
+#if defined(AC_AMD) && AC_HAS_MATRIX_OPS
 namespace {
 
 // kKv8: the KV cache holds fp8 codes: 8 bytes per chunk come into registers, and become the
 // chunk's 16-bit values on their way to LDS (store()).
 template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 struct AmdTiles {
-  static constexpr int N = S.tile_rows;  // the MFMA's M = N: 32 ("rows") or 16 ("keys")
-  using L = ac_layout::Mfma<N>;
-  using Map = ac_layout::AmdTileMaps<N, S.block_n / S.warps_n, S.row_pitch()>;
+  static constexpr int N = S.tile_rows;  // the instruction's M = N: MFMA 32 ("rows") or 16 ("keys"); WMMA 16
+  using L = AmdLayout<N>;
+  using Map = ac_layout::AmdTileMaps<L, S.block_n / S.warps_n, S.row_pitch(), S.v_pitch()>;
+  using Frag = AmdFrag<L::kElems>;
+  using Acc = AmdAcc<L>;
   static constexpr int D = S.head_dim;
-  static constexpr int kLanes = 64;
+  static constexpr int kLanes = L::kLanes;
   static constexpr int kThreads = S.threads();
   static constexpr int kBlockM = S.block_m();
   static constexpr int kPitch = S.row_pitch();               // 16-bit elements per LDS row
   static constexpr int kWarpKeys = S.block_n / S.warps_n;    // keys of a tile each wave scores
   static constexpr int kKeyChunks = kWarpKeys / N;           // N-key score accumulators per wave
   static constexpr int kDimBlocks = D / N;                   // N-dim output accumulators
-  static constexpr int kKSteps = D / L::kK;                  // S^T: MFMAs over the head dim
-  static constexpr int kPSteps = N / L::kK;                  // O^T: MFMAs over one chunk's keys
+  static constexpr int kKSteps = D / L::kK;                  // S^T: instructions over the head dim
+  static constexpr int kPSteps = N / L::kK;                  // O^T: instructions over one chunk's keys
+  static constexpr int kStoreRun = L::kRun >= 4 ? 4 : 1;     // consecutive output dims stored at once
   static constexpr int kChunks = D / 8;                      // 16-byte chunks per row
   static constexpr int kLoads = S.block_n * kChunks / kThreads;  // chunks per thread per tile, of K and of V
-  static_assert(S.lanes == 64 && S.m_tiles == 1 && S.stages == 1 && kWarpKeys % N == 0, "AMD tile shape");
+  static_assert(S.lanes == L::kLanes && L::kN == N && S.m_tiles == 1 && S.stages == 1 && kWarpKeys % N == 0, "AMD tile shape");
   static_assert(S.block_n * kChunks % kThreads == 0 && (S.warps_m == 1 || S.warps_n == 1), "AMD tile shape");
   static constexpr bool kEarlySinks = S.warps_n > 1 && kBlockM <= kThreads;
   static constexpr bool kWarpgroup = false;
@@ -53,8 +57,8 @@ struct AmdTiles {
   static constexpr int kRowSlots = 1;  // each lane holds one query row
   static constexpr int kScoreElems = kKeyChunks * L::kRegs;
   static constexpr int kOutElems = kDimBlocks * L::kRegs;
-  struct Scores { MfmaAcc<N> v[kKeyChunks]; };
-  struct Out { MfmaAcc<N> v[kDimBlocks]; };
+  struct Scores { Acc v[kKeyChunks]; };
+  struct Out { Acc v[kDimBlocks]; };
   AC_DEVICE float& at(Scores& s, int e) { return s.v[e / L::kRegs].v[e % L::kRegs]; }
   AC_DEVICE float& at(Out& o, int e) { return o.v[e / L::kRegs].v[e % L::kRegs]; }
   AC_DEVICE int score_slot(int) { return 0; }
@@ -87,7 +91,7 @@ struct AmdTiles {
   using Chunk = typename KvStorage<kKv8>::chunk8;
   using KvElem = typename KvStorage<kKv8>::type;
 
-  ac_frag16x4 q[kKSteps];        // Q^T: this lane's query, 4 dims per MFMA step
+  Frag q[kKSteps];               // Q^T: this lane's query, kElems dims per instruction
   float q_unscale = 1.f;         // what Q was divided by (bf16 queries into f16 tiles), else 1
   Chunk kr[kLoads], vr[kLoads];  // the next tile's K and V chunks, on their way to LDS
   bool row_ok[kLoads];
@@ -95,7 +99,7 @@ struct AmdTiles {
   AC_MEMBER void setup(unsigned char* smem) {
     k_s = reinterpret_cast<uint16_t*>(smem);
     v_s = k_s + S.block_n * kPitch;
-    valid_s = reinterpret_cast<uint8_t*>(v_s + S.block_n * kPitch);
+    valid_s = reinterpret_cast<uint8_t*>(v_s + S.v_elems());
     sink_s = reinterpret_cast<float*>(smem + S.sink_offset());
   }
 
@@ -111,29 +115,37 @@ struct AmdTiles {
       const uint8_t* base = static_cast<const uint8_t*>(c.p.q) + row;
       const bool fnuz = ac_is_fnuz(c.p.q_type);
 #pragma unroll
-      for (int s = 0; s < kKSteps; ++s) {
-        q[s] = ac_frag16x4{0, 0};
-        if (ok) ac_e4m3x4_to_16bit<T>(*reinterpret_cast<const uint32_t*>(base + Map::q_dim(s, lane, 0)), fnuz, q[s].lo, q[s].hi);
-      }
+      for (int s = 0; s < kKSteps; ++s)
+#pragma unroll
+        for (int i = 0; i < L::kElems / 4; ++i) {
+          q[s].w[2 * i] = q[s].w[2 * i + 1] = 0;
+          if (ok)
+            ac_e4m3x4_to_16bit<T>(*reinterpret_cast<const uint32_t*>(base + Map::q_dim(s, lane, 4 * i)), fnuz, q[s].w[2 * i],
+                                  q[s].w[2 * i + 1]);
+        }
       return;
     }
     const uint16_t* base = static_cast<const uint16_t*>(c.p.q) + row;
 #pragma unroll
     for (int s = 0; s < kKSteps; ++s)
-      q[s] = ok ? *reinterpret_cast<const ac_frag16x4*>(base + Map::q_dim(s, lane, 0)) : ac_frag16x4{0, 0};
+      q[s] = ok ? *reinterpret_cast<const Frag*>(base + Map::q_dim(s, lane, 0)) : Frag{};
     if constexpr (kKv8 && ac_same<T, F16>::value && S.warps_n > 1) {
       // bf16 queries into the decode tiles' f16 (fp8_device.hpp, ac_q_unscale): each wave holds
       // the block's whole Q, so a wave-wide maximum is the block's.
       if (c.p.q_type == AC_DTYPE_BF16) {
         float mx = 0.f;
 #pragma unroll
-        for (int s = 0; s < kKSteps; ++s) mx = fmaxf(mx, fmaxf(ac_bf16x2_max_abs(q[s].lo), ac_bf16x2_max_abs(q[s].hi)));
+        for (int s = 0; s < kKSteps; ++s)
+#pragma unroll
+          for (int i = 0; i < L::kElems / 2; ++i) mx = fmaxf(mx, ac_bf16x2_max_abs(q[s].w[i]));
 #pragma unroll
         for (int m = 1; m < kLanes; m *= 2) mx = fmaxf(mx, ac_shfl_xor(mx, m));
         q_unscale = ac_q_unscale(mx);
         const float inv = 1.f / q_unscale;
 #pragma unroll
-        for (int s = 0; s < kKSteps; ++s) q[s] = ac_frag16x4{ac_bf16x2_to_f16x2(q[s].lo, inv), ac_bf16x2_to_f16x2(q[s].hi, inv)};
+        for (int s = 0; s < kKSteps; ++s)
+#pragma unroll
+          for (int i = 0; i < L::kElems / 2; ++i) q[s].w[i] = ac_bf16x2_to_f16x2(q[s].w[i], inv);
       }
     }
   }
@@ -173,7 +185,14 @@ struct AmdTiles {
     for (int i = 0; i < kLoads; ++i) {
       const int x = tid + i * kThreads, r = x / kChunks, ch = x % kChunks;
       *reinterpret_cast<ac_u32x4*>(k_s + r * kPitch + ch * 8) = widen(kr[i], fnuz);
-      *reinterpret_cast<ac_u32x4*>(v_s + r * kPitch + ch * 8) = widen(vr[i], fnuz);
+      const ac_u32x4 v = widen(vr[i], fnuz);
+      if constexpr (Map::kVTransposed) {  // the chunk's 8 dims, one row of V^T each
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v_s[Map::v_at(r, ch * 8 + e)] = static_cast<uint16_t>(w[e / 2] >> (16 * (e % 2)));
+      } else {
+        *reinterpret_cast<ac_u32x4*>(v_s + Map::v_at(r, ch * 8)) = v;
+      }
       if (ch == 0) valid_s[r] = row_ok[i];
     }
   }
@@ -206,7 +225,7 @@ struct AmdTiles {
 
   // S^T = K Q^T for this wave's keys of the tile in LDS.
   AC_MEMBER void scores(Scores& s, int32_t, int lane) {
-    MfmaOps<T> mm;
+    AmdMatrixOps<T, L> mm;
     const int warp_n = ac_thread_x() / kLanes / S.warps_m;
 #pragma unroll
     for (int ch = 0; ch < kKeyChunks; ++ch) {
@@ -214,39 +233,59 @@ struct AmdTiles {
       for (int r = 0; r < L::kRegs; ++r) s.v[ch].v[r] = 0.f;
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks)
-        mm.mma(s.v[ch], *reinterpret_cast<const ac_frag16x4*>(k_s + Map::k_offset(warp_n, ch, ks, lane)), q[ks]);
+        mm.mma(s.v[ch], *reinterpret_cast<const Frag*>(k_s + Map::k_offset(warp_n, ch, ks, lane)), q[ks]);
     }
   }
 
-  // O^T += V^T P^T: P^T's B operand is registers 4 st .. 4 st + 3 of each score chunk
-  // (fragment_layouts.hpp, p_register); V^T's A operand is 4 keys of one dim, read from LDS.
+  // O^T += V^T P^T: P^T's B operand is the score chunk's registers p_reg(st, e) (fragment_layouts.hpp),
+  // half of them from the lane 16 apart on RDNA3; V^T's A operand is kElems keys of one dim, read
+  // from LDS.
   AC_MEMBER void accumulate(Out& o, Scores& s, int32_t, int lane) {
-    MfmaOps<T> mm;
+    AmdMatrixOps<T, L> mm;
     const int warp_n = ac_thread_x() / kLanes / S.warps_m;
-    ac_frag16x4 pb[kKeyChunks][kPSteps];
+    Frag pb[kKeyChunks][kPSteps];
 #pragma unroll
-    for (int ch = 0; ch < kKeyChunks; ++ch)
+    for (int ch = 0; ch < kKeyChunks; ++ch) {
+      const float* x = s.v[ch].v;
+      float partner[L::kRegs];  // RDNA3: the registers of the lane 16 apart
+      if constexpr (ac_layout::p_from_partner<L>)
 #pragma unroll
-      for (int st = 0; st < kPSteps; ++st) {
-        const float* x = s.v[ch].v;
-        pb[ch][st] = mm.pack(x[ac_layout::p_register<N>(st, 0)], x[ac_layout::p_register<N>(st, 1)],
-                             x[ac_layout::p_register<N>(st, 2)], x[ac_layout::p_register<N>(st, 3)]);
-      }
+        for (int r = 0; r < L::kRegs; ++r) partner[r] = ac_shfl_xor(x[r], 16);
+#pragma unroll
+      for (int st = 0; st < kPSteps; ++st)
+#pragma unroll
+        for (int i = 0; i < L::kElems / 2; ++i) {
+          auto elem = [&](int e) {
+            const int r = ac_layout::p_reg<L>(st, e);
+            if constexpr (ac_layout::p_from_partner<L>) return ac_layout::p_lane_xor<L>(lane, e) ? partner[r] : x[r];
+            else return x[r];
+          };
+          pb[ch][st].w[i] = mm.pack2(elem(2 * i), elem(2 * i + 1));
+        }
+    }
 #pragma unroll
     for (int b = 0; b < kDimBlocks; ++b)
 #pragma unroll
       for (int ch = 0; ch < kKeyChunks; ++ch)
 #pragma unroll
         for (int st = 0; st < kPSteps; ++st) {
-          auto at = [&](int e) { return static_cast<uint32_t>(v_s[Map::v_offset(warp_n, b, ch, st, lane, e)]); };
-          mm.mma(o.v[b], ac_frag16x4{at(0) | at(1) << 16, at(2) | at(3) << 16}, pb[ch][st]);
+          if constexpr (Map::kVTransposed) {
+            mm.mma(o.v[b], *reinterpret_cast<const Frag*>(v_s + Map::v_offset(warp_n, b, ch, st, lane, 0)), pb[ch][st]);
+          } else {
+            auto at = [&](int e) { return static_cast<uint32_t>(v_s[Map::v_offset(warp_n, b, ch, st, lane, e)]); };
+            Frag a;
+#pragma unroll
+            for (int i = 0; i < L::kElems / 2; ++i) a.w[i] = at(2 * i) | at(2 * i + 1) << 16;
+            mm.mma(o.v[b], a, pb[ch][st]);
+          }
         }
   }
 
   AC_MEMBER void drain() { ac_sync(); }
 
   // Row tiles: this lane's row, finished (row_finish.hpp: the sink, the normalisation) and stored
-  // from registers, 4 consecutive dims per store; or, split, its fp32 partial output and (max, sum).
+  // from registers, kStoreRun consecutive dims per store; or, split, its fp32 partial output and
+  // (max, sum).
   AC_MEMBER void store_direct(const TileContext& c, Out& o, float m, float l_part, int32_t split, int warp_m, int lane,
                               float v_scale) {
     const float l = row_sum(l_part);
@@ -260,10 +299,12 @@ struct AmdTiles {
 #pragma unroll
       for (int b = 0; b < kDimBlocks; ++b)
 #pragma unroll
-        for (int g = 0; g < L::kRegs / 4; ++g)
-          *reinterpret_cast<ac_f32x4*>(dst + Map::out_dim(lane, b * L::kRegs + 4 * g)) =
-              ac_f32x4{o.v[b].v[4 * g] * v_scale, o.v[b].v[4 * g + 1] * v_scale, o.v[b].v[4 * g + 2] * v_scale,
-                       o.v[b].v[4 * g + 3] * v_scale};
+        for (int g = 0; g < L::kRegs / kStoreRun; ++g) {
+          const float* x = o.v[b].v + kStoreRun * g;
+          float* at = dst + Map::out_dim(lane, b * L::kRegs + kStoreRun * g);
+          if constexpr (kStoreRun == 4) *reinterpret_cast<ac_f32x4*>(at) = ac_f32x4{x[0] * v_scale, x[1] * v_scale, x[2] * v_scale, x[3] * v_scale};
+          else *at = x[0] * v_scale;
+        }
       if (slot_writer(lane)) store_partial_ml<true>(c.p, split, token, h, m, l);
       return;
     }
@@ -272,9 +313,9 @@ struct AmdTiles {
 #pragma unroll
     for (int b = 0; b < kDimBlocks; ++b)
 #pragma unroll
-      for (int g = 0; g < L::kRegs / 4; ++g)
-        store_out<T, kKv8, 4>(c.p, out_index(c.p, token, h, Map::out_dim(lane, b * L::kRegs + 4 * g)), o.v[b].v + 4 * g,
-                              fin.scale);
+      for (int g = 0; g < L::kRegs / kStoreRun; ++g)
+        store_out<T, kKv8, kStoreRun>(c.p, out_index(c.p, token, h, Map::out_dim(lane, b * L::kRegs + kStoreRun * g)),
+                                      o.v[b].v + kStoreRun * g, fin.scale);
   }
 };
 

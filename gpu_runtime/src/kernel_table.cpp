@@ -38,6 +38,17 @@ std::vector<int> tiled_dims(KernelId id) {
   return {std::begin(kDims), std::end(kDims)};
 }
 
+// The WMMA tiles hold twice an MFMA lane's operands (32-lane waves) in 256 VGPRs and no AGPRs;
+// RDNA3 also holds each B operand twice (both halves of the wave). Built only where the code
+// objects show no scratch (tests/cpp/amd_code_objects_test.cpp): RDNA3 at head dim 64, RDNA4 at
+// 64 and 128. At 256 the output alone is half of the registers. The other dims take the
+// direct-load kernels there.
+std::vector<int> tiled_dims_on(KernelId id, const std::string& arch) {
+  if (!is_rdna_wmma_arch(arch)) return tiled_dims(id);
+  if (arch.rfind("gfx11", 0) == 0) return {64};
+  return {64, 128};
+}
+
 std::vector<std::string> tiled_names(KernelId id) {
   std::vector<std::string> names;
   for (bool paged : {false, true})
@@ -114,20 +125,42 @@ const char* dtype_suffix(int dtype) {
 }
 
 bool is_amd_arch(const std::string& arch) { return arch.rfind("gfx", 0) == 0; }
+// RDNA3 (gfx11) and RDNA4 (gfx12, not gfx1250): WMMA tiles on 32-lane waves.
+bool is_rdna_wmma_arch(const std::string& arch) {
+  return arch.rfind("gfx11", 0) == 0 || (arch.rfind("gfx12", 0) == 0 && arch.rfind("gfx125", 0) != 0);
+}
 
 ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch) {
+  if (is_rdna_wmma_arch(arch))
+    return id == KernelId::tiled_keys ? ac_tiled_keys_shape_rdna(head_dim) : ac_tiled_rows_shape_rdna(head_dim);
   if (is_amd_arch(arch)) return id == KernelId::tiled_keys ? ac_tiled_keys_shape_amd(head_dim) : ac_tiled_rows_shape_amd(head_dim);
   return id == KernelId::tiled_keys ? ac_tiled_keys_shape(head_dim)
          : id == KernelId::tiled_wgmma ? ac_tiled_wgmma_shape(head_dim)
                                        : ac_tiled_rows_shape(head_dim);
 }
 
+bool is_tiled(KernelId id) { return id == KernelId::tiled_keys || id == KernelId::tiled_rows || id == KernelId::tiled_wgmma; }
+
 std::string switched_off(KernelId id, const std::string& arch) {
-  const bool tiled = id == KernelId::tiled_keys || id == KernelId::tiled_rows || id == KernelId::tiled_wgmma;
+  const bool tiled = is_tiled(id);
   const char* v = std::getenv("AITER_COMPAT_AMD_DIRECT");
   if (tiled && is_amd_arch(arch) && v && *v && std::string(v) != "0")
     return "AITER_COMPAT_AMD_DIRECT=" + std::string(v) + " keeps AMD GPUs on the direct-load kernels";
   return "";
+}
+
+std::vector<int> KernelRow::head_dims_on(const std::string& arch) const {
+  return is_tiled(id) && is_rdna_wmma_arch(arch) ? tiled_dims_on(id, arch) : head_dims;
+}
+
+std::vector<std::string> KernelRow::functions_on(const std::string& arch) const {
+  if (!is_tiled(id) || !is_rdna_wmma_arch(arch)) return functions;
+  std::vector<std::string> kept;
+  for (const auto& f : functions)
+    for (int d : tiled_dims_on(id, arch))
+      if (f.size() > 3 && f.compare(f.size() - std::to_string(d).size() - 2, std::string::npos, "_d" + std::to_string(d)) == 0)
+        kept.push_back(f);
+  return kept;
 }
 
 bool KernelRow::built_for(const std::string& arch) const {
@@ -149,13 +182,13 @@ const std::vector<KernelRow>& kernel_rows() {
     const std::vector<int> all = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_BF16_KV8, AC_KTYPE_F16_KV8};
     const std::vector<int> plain = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16};  // merge_attn_states' types
     std::vector<KernelRow> r;
-    // mma.sync / MFMA (CDNA). RDNA3/4 and gfx1250 (WMMA) get the direct-load kernels only.
-    const std::vector<std::string> matrix_archs = {"sm_", "gfx90a", "gfx942", "gfx950"};
-    r.push_back({K::tiled_keys, "tiled_keys", "matrix-instruction tiles (mma.sync, MFMA), all warps on one 16-row tile (decode)",
+    // mma.sync, MFMA (CDNA), WMMA (RDNA3, RDNA4). gfx1250 gets the direct-load kernels only.
+    const std::vector<std::string> matrix_archs = {"sm_", "gfx90a", "gfx942", "gfx950", "gfx11", "gfx1200", "gfx1201"};
+    r.push_back({K::tiled_keys, "tiled_keys", "matrix-instruction tiles (mma.sync, MFMA, WMMA), all warps on one 16-row tile (decode)",
                  KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, kSoftcap, matrix_archs, tiled_names(K::tiled_keys)});
     r.push_back({K::tiled_wgmma, "tiled_wgmma", "row tiles on Hopper's warpgroup MMA (prefill, extend)",
                  KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, kSoftcap, {"sm_90"}, tiled_names(K::tiled_wgmma)});
-    r.push_back({K::tiled_rows, "tiled_rows", "row tiles on mma.sync or MFMA (prefill, extend)", KernelDevice::gpu,
+    r.push_back({K::tiled_rows, "tiled_rows", "row tiles on mma.sync, MFMA or WMMA (prefill, extend)", KernelDevice::gpu,
                  KernelOp::attention, half, tiled_dims(K::tiled_rows), 0, true, 0, kSoftcap, matrix_archs, tiled_names(K::tiled_rows)});
     r.push_back({K::decode, "decode", "direct loads, one query per sequence over a paged cache", KernelDevice::gpu,
                  KernelOp::attention, half, dims, 0, true, AC_DECODE_MAX_GROUP, kSoftcap, {}, decode_names()});
@@ -196,11 +229,13 @@ std::vector<std::string> KernelRow::route_reasons(const KernelQuery& q) const {
   }
   if (!contains(dtypes, q.dtype)) why.push_back("takes " + dtype_names(dtypes));
   if (q.op == KernelOp::attention) {
-    const bool dims_ok = head_dims.empty() ? max_head_dim == 0 || (q.head_dim <= max_head_dim && q.head_dim_v <= max_head_dim)
-                                           : contains(head_dims, q.head_dim) && contains(head_dims, q.head_dim_v);
+    const std::vector<int> dims = head_dims_on(q.arch);
+    const bool dims_ok = dims.empty() ? max_head_dim == 0 || (q.head_dim <= max_head_dim && q.head_dim_v <= max_head_dim)
+                                      : contains(dims, q.head_dim) && contains(dims, q.head_dim_v);
     if (!dims_ok || (equal_head_dims && q.head_dim != q.head_dim_v))
       why.push_back("head dims " + std::to_string(q.head_dim) + "/" + std::to_string(q.head_dim_v) + ": takes " +
-                    (head_dims.empty() ? "up to " + std::to_string(max_head_dim) : list(head_dims, " and ")) +
+                    (dims.empty() ? "up to " + std::to_string(max_head_dim) : list(dims, " and ")) +
+                    (dims != head_dims ? " on " + q.arch + " (WMMA tiles: registers)" : "") +
                     (equal_head_dims ? " (q/k and v equal)" : ""));
     if (max_group && q.kv_heads > 0 && q.q_heads / q.kv_heads > max_group)
       why.push_back(std::to_string(q.q_heads / q.kv_heads) + " query heads per KV head: at most " +

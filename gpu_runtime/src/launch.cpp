@@ -91,7 +91,7 @@ const LoadedModule& module_for(Vendor v, int device) {
   std::map<std::string, void*> functions;  // every kernel the code object must hold
   for (const auto& row : kernel_rows())
     if (row.built_for(m.arch))
-      for (const auto& name : row.functions) functions[name] = module_function(v, module, name.c_str());
+      for (const auto& name : row.functions_on(m.arch)) functions[name] = module_function(v, module, name.c_str());
   auto find = [&](const std::string& name) {
     auto f = functions.find(name);
     return f == functions.end() ? nullptr : f->second;

@@ -282,11 +282,12 @@ FamilyResult check(const FamilyKey& k, void* stream) {
   return r;
 }
 
-std::vector<int> dims_of(const gpu::KernelRow& row, const std::vector<int>& wanted) {
+std::vector<int> dims_of(const gpu::KernelRow& row, const std::string& arch, const std::vector<int>& wanted) {
   std::vector<int> dims;
+  const std::vector<int> built = row.head_dims_on(arch);
   for (int d : wanted) {
-    const bool ok = row.head_dims.empty() ? (row.max_head_dim == 0 || d <= row.max_head_dim)
-                                          : std::find(row.head_dims.begin(), row.head_dims.end(), d) != row.head_dims.end();
+    const bool ok = built.empty() ? (row.max_head_dim == 0 || d <= row.max_head_dim)
+                                  : std::find(built.begin(), built.end(), d) != built.end();
     if (ok && d > 0) dims.push_back(d);
   }
   return dims;
@@ -380,7 +381,7 @@ std::vector<FamilyCheck> families(gpu::Vendor v, int device, const std::vector<i
     if (!row.built_for(arch)) continue;
     for (int t : row.dtypes) {
       if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) continue;
-      for (int d : dims_of(row, head_dims)) out.push_back({{v, device, id, t, d}, arch, {}});
+      for (int d : dims_of(row, arch, head_dims)) out.push_back({{v, device, id, t, d}, arch, {}});
     }
   }
   return out;

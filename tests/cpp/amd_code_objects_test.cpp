@@ -4,16 +4,19 @@
 //   - no kernel uses scratch (private segment 0, no spills): a spill would mean the register
 //     budget below was bought with memory traffic;
 //   - every kernel fits 256 registers (VGPRs + AGPRs), so that two waves share a SIMD; a
-//     tiled shape that asks for one wave per SIMD (head dim 256's rows: kernel_params.h) 512;
-//   - every tiled kernel has MFMA instructions (it is the matrix-instruction path, not a
-//     scalar fallback the compiler made of it);
+//     tiled shape that asks for one wave per SIMD (head dim 256's rows: kernel_params.h) 512
+//     on CDNA; 256 VGPRs on RDNA (a wave's most);
+//   - every tiled kernel has the arch's matrix instructions, v_mfma on CDNA, v_wmma on RDNA3 and
+//     RDNA4, and no other kind (it is the matrix-instruction path, not a scalar fallback the
+//     compiler made of it);
 //   - LDS, static plus the dynamic size the launcher requests (the kernel table's shape), is
 //     within the arch's budget: 64 KiB per workgroup on gfx90a and gfx942, 160 KiB on gfx950;
 //   - the wavefront size is the arch's: 64 on CDNA (gfx9), 32 on RDNA3/RDNA4 and gfx1250, whose
-//     code objects carry the direct-load kernels alone (no tiled kernel, no matrix instruction).
+//     code object carries the direct-load kernels alone (no tiled kernel, no matrix instruction).
 // It prints the per-kernel table docs/kernel-notes.md quotes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -77,8 +80,8 @@ std::map<std::string, KernelResources> read_notes(const std::string& text) {
   return kernels;
 }
 
-// v_mfma instructions per function of a disassembly.
-std::map<std::string, int> count_mfma(const std::string& text) {
+// Instructions whose mnemonic starts with `prefix` (v_mfma, v_wmma) per function of a disassembly.
+std::map<std::string, int> count_instructions(const std::string& text, const std::string& prefix) {
   std::map<std::string, int> counts;
   static const std::regex header(R"(^[0-9a-f]+ <([A-Za-z_0-9]+)>:)");
   std::string current;
@@ -86,7 +89,7 @@ std::map<std::string, int> count_mfma(const std::string& text) {
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
     if (std::regex_search(line, m, header)) current = m[1];
-    else if (!current.empty() && line.find("v_mfma") != std::string::npos) ++counts[current];
+    else if (!current.empty() && line.find(prefix) != std::string::npos) ++counts[current];
   }
   return counts;
 }
@@ -140,9 +143,16 @@ TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
     const std::string path = ::testing::TempDir() + "aiter_compat_" + arch + ".co";
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(object.data), static_cast<std::streamsize>(object.size));
     const auto kernels = read_notes(run(readelf + " --notes " + path));
-    const auto mfma = count_mfma(run(objdump + " -d --no-show-raw-insn " + path));
+    const std::string text = run(objdump + " -d --no-show-raw-insn " + path);
+    const auto mfma = count_instructions(text, "v_mfma"), wmma = count_instructions(text, "v_wmma");
+    // The tiled kernels' instruction on this arch, and the one it must not hold.
+    const auto& matrix = cdna(arch) ? mfma : wmma;
+    const auto& other = cdna(arch) ? wmma : mfma;
+    const char* matrix_name = cdna(arch) ? "v_mfma" : "v_wmma";
+    const bool tiles_here = gpu::kernel_row(gpu::KernelId::tiled_rows).built_for(arch);
     ASSERT_FALSE(kernels.empty()) << arch << ": no kernel metadata read from " << path;
-    std::printf("| %s kernel | VGPR | AGPR | SGPR | LDS static + dynamic (bytes) | waves/SIMD | v_mfma | scratch | SGPR spills to VGPR lanes |\n", arch.c_str());
+    std::printf("| %s kernel | VGPR | AGPR | SGPR | LDS static + dynamic (bytes) | waves/SIMD | %s | scratch | SGPR spills to VGPR lanes |\n",
+                arch.c_str(), matrix_name);
     std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (const auto& [name, k] : kernels) {
       gpu::KernelId id;
@@ -150,43 +160,52 @@ TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
       const bool tiled = tiled_kernel(name, &id, &d);
       const ac_tiled_shape shape = tiled ? gpu::tiled_shape(id, d, arch) : ac_tiled_shape{};
       const int dynamic = tiled ? shape.smem_bytes() : 0;
-      const int waves_per_group = tiled ? shape.threads() / 64
-                                        : name.rfind("ac_decode_", 0) == 0 ? AC_DECODE_THREADS / 64 : AC_THREADS / 64;
-      const int n_mfma = mfma.count(name) ? mfma.at(name) : 0;
+      const int lanes = wave_size(arch);
+      const int waves_per_group = tiled ? shape.threads() / lanes
+                                        : name.rfind("ac_decode_", 0) == 0 ? AC_DECODE_THREADS / lanes : AC_THREADS / lanes;
+      const int n_matrix = matrix.count(name) ? matrix.at(name) : 0, n_other = other.count(name) ? other.at(name) : 0;
       // Waves per SIMD from CDNA's register file (512 per lane); RDNA's differs by chip: "-".
       const std::string waves = cdna(arch) ? std::to_string(waves_per_simd(k, k.lds + dynamic, waves_per_group, arch)) : "-";
       std::printf("| %s | %d | %d | %d | %d + %d | %s | %d | %d | %d |\n", name.c_str(), k.vgpr, k.agpr, k.sgpr, k.lds, dynamic,
-                  waves.c_str(), n_mfma, k.scratch, k.sgpr_spill);
+                  waves.c_str(), n_matrix, k.scratch, k.sgpr_spill);
       EXPECT_EQ(k.wave, wave_size(arch)) << arch << " " << name << ": wavefront size";
+      if (!tiles_here) {
+        EXPECT_FALSE(tiled) << arch << " " << name << ": a tiled kernel on an arch the kernel table gives none";
+      } else if (tiled) {
+        const auto listed = gpu::kernel_row(id).functions_on(arch);
+        EXPECT_NE(std::find(listed.begin(), listed.end(), name), listed.end())
+            << arch << " " << name << ": a tiled kernel at a head dim the kernel table does not offer on this arch";
+      }
       if (!cdna(arch)) {
-        EXPECT_FALSE(tiled) << arch << " " << name << ": a tiled kernel on an arch without MFMA";
+        EXPECT_LE(k.vgpr, 256) << arch << " " << name << ": VGPRs (a wave's most on RDNA)";
       }
       EXPECT_EQ(k.scratch, 0) << arch << " " << name << ": private segment (scratch) bytes";
       // SGPR spills go to VGPR lanes (v_writelane), not memory, and are counted in the VGPRs.
       EXPECT_EQ(k.vgpr_spill, 0) << arch << " " << name << ": VGPRs spilled";
       // The waves per SIMD the kernel is built for (amdgpu_waves_per_eu: tiled_attention.hpp).
-      const int waves_wanted = tiled ? shape.blocks_per_sm * shape.threads() / 256 : 2;
+      const int waves_wanted = tiled ? shape.waves_per_simd() : 2;
       EXPECT_LE(k.vgpr + k.agpr, 512 / waves_wanted)
           << arch << " " << name << ": VGPRs " << k.vgpr << " + AGPRs " << k.agpr << " (" << waves_wanted
           << " waves per SIMD need at most " << 512 / waves_wanted << ")";
       // The row tiles reach the waves their shape is built for, registers and LDS both counted
       // (the keys shape at head dim 128 is held to one by its LDS: docs/amd-kernels.md).
-      if (tiled && id == gpu::KernelId::tiled_rows) {
+      if (cdna(arch) && tiled && id == gpu::KernelId::tiled_rows) {
         EXPECT_GE(waves_per_simd(k, k.lds + dynamic, waves_per_group, arch), waves_wanted)
             << arch << " " << name << ": fewer waves per SIMD than its shape is built for";
       }
       EXPECT_LE(k.lds + dynamic, lds_budget(arch)) << arch << " " << name << ": LDS static " << k.lds << " + dynamic "
                                                    << dynamic << " over the workgroup budget " << lds_budget(arch);
       if (tiled) {
-        EXPECT_GT(n_mfma, 0) << arch << " " << name << ": a tiled kernel without v_mfma instructions";
+        EXPECT_GT(n_matrix, 0) << arch << " " << name << ": a tiled kernel without " << matrix_name << " instructions";
       } else {
-        EXPECT_EQ(n_mfma, 0) << arch << " " << name << ": v_mfma in a direct-load kernel";
+        EXPECT_EQ(n_matrix, 0) << arch << " " << name << ": " << matrix_name << " in a direct-load kernel";
       }
+      EXPECT_EQ(n_other, 0) << arch << " " << name << ": the other family's matrix instructions";
     }
     // The tiled kernels the kernel table lists for this arch are all there.
     for (const auto& row : gpu::kernel_rows()) {
       if (!row.built_for(arch)) continue;
-      for (const auto& fn : row.functions) EXPECT_TRUE(kernels.count(fn)) << arch << " has no metadata for " << fn;
+      for (const auto& fn : row.functions_on(arch)) EXPECT_TRUE(kernels.count(fn)) << arch << " has no metadata for " << fn;
     }
   }
   if (objects == 0) {
@@ -219,10 +238,13 @@ TEST(AmdCodeObjects, ReadsMetadataAndDisassembly) {
   EXPECT_EQ(k.at("ac_tiled_rows_bf16_d64").agpr, 4);
   EXPECT_EQ(k.at("ac_tiled_rows_bf16_d64").lds, 512);
   EXPECT_EQ(k.at("ac_decode_bf16_d64").scratch, 16);
-  const auto m = count_mfma(
+  const auto m = count_instructions(
       "0000000000001000 <ac_tiled_rows_bf16_d64>:\n  v_mfma_f32_32x32x8_bf16 a[0:15], v[0:1], v[2:3], a[0:15]\n"
-      "  s_endpgm\n0000000000002000 <ac_decode_bf16_d64>:\n  v_add_f32 v0, v1, v2\n");
+      "  s_endpgm\n0000000000002000 <ac_decode_bf16_d64>:\n  v_add_f32 v0, v1, v2\n"
+      "0000000000003000 <ac_tiled_keys_bf16_d64>:\n  v_wmma_f32_16x16x16_bf16 v[0:7], v[8:11], v[12:15], v[0:7]\n",
+      "v_mfma");
   EXPECT_EQ(m.count("ac_tiled_rows_bf16_d64") ? m.at("ac_tiled_rows_bf16_d64") : 0, 1);
+  EXPECT_EQ(m.count("ac_tiled_keys_bf16_d64"), 0u);  // a v_wmma is not a v_mfma
   EXPECT_EQ(m.count("ac_decode_bf16_d64"), 0u);
   gpu::KernelId id;
   int d;
@@ -245,6 +267,38 @@ TEST(AmdKernelRows, DirectLoadSwitchIsAReasonOnAmdOnly) {
   EXPECT_TRUE(rows.route_reasons(q).empty()) << ::testing::PrintToString(rows.route_reasons(q));
   EXPECT_EQ(gpu::tiled_shape(gpu::KernelId::tiled_rows, 64, "gfx942").lanes, 64);
   EXPECT_EQ(gpu::tiled_shape(gpu::KernelId::tiled_rows, 64, "sm_90").lanes, 32);
+  // RDNA3 and RDNA4 take the WMMA shapes (32-lane waves, 16-row tiles); gfx1250 no tiles.
+  for (const char* rdna : {"gfx1100", "gfx1151", "gfx1200", "gfx1201"}) {
+    SCOPED_TRACE(rdna);
+    EXPECT_TRUE(gpu::is_rdna_wmma_arch(rdna));
+    const ac_tiled_shape s = gpu::tiled_shape(gpu::KernelId::tiled_rows, 128, rdna);
+    EXPECT_EQ(s.lanes, 32);
+    EXPECT_EQ(s.tile_rows, 16);
+    EXPECT_TRUE(rows.built_for(rdna));
+    // Head dim 256 nowhere on RDNA, 128 on RDNA4 only: a call there names the registers and
+    // goes to the direct-load kernels.
+    const bool rdna3 = std::string(rdna).rfind("gfx11", 0) == 0;
+    const std::vector<int> dims = rdna3 ? std::vector<int>{64} : std::vector<int>{64, 128};
+    EXPECT_EQ(rows.head_dims_on(rdna), dims);
+    EXPECT_EQ(gpu::kernel_row(gpu::KernelId::tiled_keys).head_dims_on(rdna), dims);
+    gpu::KernelQuery wide = q;
+    wide.arch = rdna, wide.head_dim = wide.head_dim_v = rdna3 ? 128 : 256;
+    const auto refused = rows.route_reasons(wide);
+    ASSERT_EQ(refused.size(), 1u) << ::testing::PrintToString(refused);
+    EXPECT_NE(refused[0].find("WMMA tiles: registers"), std::string::npos) << refused[0];
+    for (const auto& fn : rows.functions_on(rdna)) {
+      EXPECT_EQ(fn.find("_d256"), std::string::npos) << fn;
+      if (rdna3) {
+        EXPECT_EQ(fn.find("_d128"), std::string::npos) << fn;
+      }
+    }
+    EXPECT_EQ(rows.functions_on(rdna).size(), rows.functions.size() / 3 * dims.size());
+  }
+  EXPECT_EQ(rows.head_dims_on("gfx942"), (std::vector<int>{64, 128, 256}));
+  EXPECT_EQ(rows.functions_on("gfx942"), rows.functions);
+  EXPECT_FALSE(gpu::is_rdna_wmma_arch("gfx1250"));
+  EXPECT_FALSE(gpu::is_rdna_wmma_arch("gfx942"));
+  EXPECT_FALSE(rows.built_for("gfx1250"));
   setenv("AITER_COMPAT_AMD_DIRECT", "1", 1);
   const auto why = rows.route_reasons(q);
   q.arch = "sm_90";

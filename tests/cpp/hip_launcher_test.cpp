@@ -139,35 +139,47 @@ TEST(HipLauncher, DecodeOnGfx942) {
   EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_module_loads"))(), 1);
 }
 
-// RDNA4 (gfx1201; RDNA3 and gfx1250 alike): no matrix tiles are built there, so the kernel
-// table does not offer them, the module loaded is the arch's own (32-lane waves), and a decode
-// runs on the direct-load kernel with its split merge.
-TEST(HipLauncher, DecodeOnRdnaTakesTheDirectLoadKernels) {
-  if (!built_for("gfx1201")) GTEST_SKIP() << "no gfx1201 code object in this build (no clang with AMDGPU support)";
+// A split decode on a stand-in device of `arch` (the arch is read once per process: one arch per
+// test): RDNA3 and RDNA4 run it on the WMMA "keys" tiles (four 32-lane waves over the keys of one
+// 16-row tile) unless AITER_COMPAT_AMD_DIRECT=1; gfx1250, with no tiles built, on the direct-load
+// kernel; the split merge after it; the module loaded is the arch's own code object.
+static void expect_split_decode_on(const char* arch, bool wmma) {
+  if (!built_for(arch)) GTEST_SKIP() << "no " << arch << " code object in this build (no clang with AMDGPU support)";
   void* lib = dlopen("libamdhip64.so", RTLD_NOW);
   ASSERT_NE(lib, nullptr);
-  reinterpret_cast<void (*)(const char*)>(dlsym(lib, "fake_hip_set_arch"))("gfx1201");
-  EXPECT_EQ(gpu::device_arch(gpu::Vendor::amd, 0), "gfx1201");
-  for (gpu::KernelId id : {gpu::KernelId::tiled_keys, gpu::KernelId::tiled_rows, gpu::KernelId::tiled_wgmma})
-    EXPECT_FALSE(gpu::kernel_row(id).built_for("gfx1201")) << gpu::kernel_row(id).name;
-  EXPECT_TRUE(gpu::kernel_row(gpu::KernelId::decode).built_for("gfx1201"));
-  EXPECT_TRUE(gpu::kernel_row(gpu::KernelId::tiled_keys).built_for("gfx942"));
+  reinterpret_cast<void (*)(const char*)>(dlsym(lib, "fake_hip_set_arch"))(arch);
+  ASSERT_EQ(gpu::device_arch(gpu::Vendor::amd, 0), arch);
+  EXPECT_EQ(gpu::kernel_row(gpu::KernelId::tiled_keys).built_for(arch), wmma);
+  EXPECT_EQ(gpu::kernel_row(gpu::KernelId::tiled_rows).built_for(arch), wmma);
+  EXPECT_FALSE(gpu::kernel_row(gpu::KernelId::tiled_wgmma).built_for(arch));
+  EXPECT_TRUE(gpu::kernel_row(gpu::KernelId::decode).built_for(arch));
   SplitDecode call;
   const PagedArgs a = call.args();
   run_gpu(a, nullptr);
   auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));
   auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
   ASSERT_EQ(count(), 2);
-  EXPECT_STREQ(launch(0)->name, "ac_decode_bf16_d64");
-  EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(AC_DECODE_THREADS));
+  const char* direct = std::getenv("AITER_COMPAT_AMD_DIRECT");
+  if (wmma && !(direct && std::string(direct) == "1")) {
+    EXPECT_STREQ(launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
+    EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(ac_tiled_keys_shape_rdna(64).threads()));
+    EXPECT_EQ(launch(0)->block[0], 128u);
+    EXPECT_EQ(launch(0)->grid[1], 8u);  // KV heads
+  } else {
+    EXPECT_STREQ(launch(0)->name, "ac_decode_bf16_d64");
+    EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(AC_DECODE_THREADS));
+  }
   EXPECT_GT(launch(0)->grid[2], 1u);  // one sequence of 32k keys is split
   EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
   const void* image = reinterpret_cast<const void* (*)()>(dlsym(lib, "fake_hip_last_image"))();
   const void* want = nullptr;
   for (const auto& o : code_objects())
-    if (std::string(o.arch) == "gfx1201") want = o.data;
-  EXPECT_EQ(image, want) << "the module loaded is not gfx1201's code object";
+    if (std::string(o.arch) == arch) want = o.data;
+  EXPECT_EQ(image, want) << "the module loaded is not " << arch << "'s code object";
 }
+TEST(HipLauncher, DecodeOnRdna4TakesTheWmmaTiles) { expect_split_decode_on("gfx1201", true); }
+TEST(HipLauncher, DecodeOnRdna3TakesTheWmmaTiles) { expect_split_decode_on("gfx1100", true); }
+TEST(HipLauncher, DecodeOnGfx1250TakesTheDirectLoadKernels) { expect_split_decode_on("gfx1250", false); }
 
 // Head dim 256 on gfx942: the MFMA row tiles take decode rows too (no keys shape or direct
 // decode kernel is built for 256), at the shape's 256 threads; a call they cannot launch (an

@@ -6,6 +6,10 @@
 //     guide (section 7.1, "Dependent arithmetic: matrix fused-multiply-add") and AMD's matrix
 //     instruction calculator describe them over a 64-lane wave: which lane and element holds
 //     A[i][k] and B[k][j], and which lane and register receives D[i][j];
+//   - RDNA3's and RDNA4's v_wmma_f32_16x16x16 over a 32-lane wave, as their ISA reference guides
+//     describe them ("Wave Matrix Multiply Accumulate"): on RDNA3 both halves of the wave must
+//     hold the same A and B (the model checks that they do) and D's rows alternate between the
+//     halves; on RDNA4 the halves hold K 0-7 and 8-15, and D's rows 0-7 and 8-15;
 //   - a cross-lane XOR shuffle (ds_swizzle / DPP as ac_shfl_xor uses them): all lanes at once.
 // What comes from the kernels' own source (fragment_layouts.hpp, compiled here for the CPU,
 // and kernel_params.h's tile shapes): every index the AMD tiles compute — where each lane's K,
@@ -18,6 +22,7 @@
 // What it cannot show: that the hardware does what the documentation says (the instruction's
 // real semantics, its internal rounding), timing, LDS bank conflicts, the compiler's scheduling
 // and waits (s_waitcnt), and barriers — the GPU self-test on the user's device covers results.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,24 +51,58 @@ namespace {
 // 8 (r / 4) + 4 (l / 32) + r % 4.
 // v_mfma_f32_16x16x16: A is 16 x 16, lane group g = l / 16 holds K 4g .. 4g + 3 of row l % 16;
 // D's 16 x 16 in 4 registers: column l % 16, row 4 (l / 16) + r.
-template <int N>
-struct DocLayout {
-  static constexpr int kK = N == 32 ? 8 : 16, kRegs = N == 32 ? 16 : 4;
+// RDNA3 v_wmma_f32_16x16x16 (wave32): A[i][k] in lanes i and i + 16 (the same data), element k;
+// D[i][j] in lane j + 16 (i % 2), register i / 2.
+// RDNA4 v_wmma_f32_16x16x16 (wave32): A[i][k] in lane i + 16 (k / 8), element k % 8; D[i][j] in
+// lane j + 16 (i / 8), register i % 8.
+template <class L> struct DocLayout;
+template <int N> struct DocLayout<ac_layout::Mfma<N>> {
+  static constexpr int kLanes = 64, kK = N == 32 ? 8 : 16, kRegs = N == 32 ? 16 : 4, kElems = 4, kN = N;
+  static constexpr bool kReplicated = false;  // A and B held once per wave
   static int a_lane(int i, int k) { return i + N * (k / 4); }
   static int b_lane(int k, int j) { return j + N * (k / 4); }
   static int ab_elem(int k) { return k % 4; }
   static int d_lane(int i, int j) { return N == 32 ? j + 32 * ((i / 4) % 2) : j + 16 * (i / 4); }
   static int d_reg(int i, int) { return N == 32 ? 4 * (i / 8) + i % 4 : i % 4; }
 };
+template <> struct DocLayout<ac_layout::WmmaRdna3> {
+  static constexpr int kLanes = 32, kK = 16, kRegs = 8, kElems = 16, kN = 16;
+  static constexpr bool kReplicated = true;  // lanes l and l + 16 hold the same A row / B column
+  static int a_lane(int i, int) { return i; }
+  static int b_lane(int, int j) { return j; }
+  static int ab_elem(int k) { return k; }
+  static int d_lane(int i, int j) { return j + 16 * (i % 2); }
+  static int d_reg(int i, int) { return i / 2; }
+};
+template <> struct DocLayout<ac_layout::WmmaRdna4> {
+  static constexpr int kLanes = 32, kK = 16, kRegs = 8, kElems = 8, kN = 16;
+  static constexpr bool kReplicated = false;
+  static int a_lane(int i, int k) { return i + 16 * (k / 8); }
+  static int b_lane(int k, int j) { return j + 16 * (k / 8); }
+  static int ab_elem(int k) { return k % 8; }
+  static int d_lane(int i, int j) { return j + 16 * (i / 8); }
+  static int d_reg(int i, int) { return i % 8; }
+};
 
-using Operand = std::vector<std::array<float, 4>>;  // [lane][element]
-template <int N>
-using Accum = std::vector<std::array<float, DocLayout<N>::kRegs>>;  // [lane][register]
+using Operand = std::vector<std::array<float, 16>>;  // [lane][element]
+using Accum = std::vector<std::array<float, 16>>;    // [lane][register]
+Operand operand(int lanes) { return Operand(lanes, std::array<float, 16>{}); }
+Accum accum(int lanes) { return Accum(lanes, std::array<float, 16>{}); }
 
 // D += A B over the wave, as documented (fp32 accumulation of exact products of 16-bit values).
-template <int N>
-void mfma(Accum<N>& d, const Operand& a, const Operand& b) {
-  using Doc = DocLayout<N>;
+// Where the documentation asks both halves of the wave to hold the same operand, they must.
+template <class L>
+void matrix_op(Accum& d, const Operand& a, const Operand& b) {
+  using Doc = DocLayout<L>;
+  constexpr int N = Doc::kN;
+  if (Doc::kReplicated)
+    for (int l = 0; l < 16; ++l)
+      for (int e = 0; e < Doc::kElems; ++e)
+        for (const auto* x : {&a, &b})
+          if (!((*x)[l][e] == (*x)[l + 16][e]) && !(std::isnan((*x)[l][e]) && std::isnan((*x)[l + 16][e]))) {
+            ADD_FAILURE() << (x == &a ? "A" : "B") << ": lanes " << l << " and " << l + 16 << " differ at element " << e;
+            return;
+          }
   for (int i = 0; i < N; ++i)
     for (int j = 0; j < N; ++j) {
       float sum = d[Doc::d_lane(i, j)][Doc::d_reg(i, j)];
@@ -76,9 +115,10 @@ void mfma(Accum<N>& d, const Operand& a, const Operand& b) {
 // Every lane's value combined with lane ^ mask's, all lanes at once (a shuffle).
 template <typename F>
 void xor_reduce(std::vector<float>& v, int first_mask, F op) {
-  for (int mask = first_mask; mask < 64; mask *= 2) {
-    std::vector<float> out(64);
-    for (int l = 0; l < 64; ++l) out[l] = op(v[l], v[l ^ mask]);
+  const int lanes = static_cast<int>(v.size());
+  for (int mask = first_mask; mask < lanes; mask *= 2) {
+    std::vector<float> out(lanes);
+    for (int l = 0; l < lanes; ++l) out[l] = op(v[l], v[l ^ mask]);
     v = out;
   }
 }
@@ -94,63 +134,72 @@ float round_bf16(float x) {
 float round_f16(float x) { return static_cast<float>(static_cast<_Float16>(x)); }
 
 // ---- The kernel's layout functions against the documentation. ----
-template <int N>
+template <class L>
 void expect_layouts_match_documentation() {
-  using L = ac_layout::Mfma<N>;
-  using Doc = DocLayout<N>;
-  static_assert(L::kLanes == 64 && L::kK == Doc::kK && L::kRegs == Doc::kRegs);
-  for (int lane = 0; lane < 64; ++lane)
-    for (int e = 0; e < 4; ++e) {
+  using Doc = DocLayout<L>;
+  constexpr int N = L::kN;
+  static_assert(L::kLanes == Doc::kLanes && L::kK == Doc::kK && L::kRegs == Doc::kRegs && L::kElems == Doc::kElems);
+  for (int lane = 0; lane < L::kLanes; ++lane)
+    for (int e = 0; e < L::kElems; ++e) {
       const int idx = L::ab_index(lane), k = L::ab_k(lane, e);
-      EXPECT_EQ(Doc::a_lane(idx, k), lane) << "A[" << idx << "][" << k << "]";
-      EXPECT_EQ(Doc::b_lane(k, idx), lane) << "B[" << k << "][" << idx << "]";
+      // The lane holds A[idx][k] where the documentation puts it (or its copy, lane 16 apart).
+      EXPECT_EQ(Doc::a_lane(idx, k), Doc::kReplicated ? lane % 16 : lane) << "A[" << idx << "][" << k << "]";
+      EXPECT_EQ(Doc::b_lane(k, idx), Doc::kReplicated ? lane % 16 : lane) << "B[" << k << "][" << idx << "]";
       EXPECT_EQ(Doc::ab_elem(k), e);
+      // The elements of one lane are consecutive K values (one load from LDS).
+      EXPECT_EQ(k, L::ab_k(lane, 0) + e);
     }
   // D: (lane, register) -> (row, column) is a bijection and the documentation's inverse.
   std::vector<int> seen(N * N, 0);
-  for (int lane = 0; lane < 64; ++lane)
+  for (int lane = 0; lane < L::kLanes; ++lane)
     for (int r = 0; r < L::kRegs; ++r) {
       const int i = L::d_row(lane, r), j = L::d_col(lane);
       ASSERT_TRUE(i >= 0 && i < N && j >= 0 && j < N);
       ++seen[i * N + j];
       EXPECT_EQ(Doc::d_lane(i, j), lane);
       EXPECT_EQ(Doc::d_reg(i, j), r);
+      // Registers in runs of kRun are consecutive rows (the output's widest store).
+      if (r % L::kRun) {
+        EXPECT_EQ(i, L::d_row(lane, r - r % L::kRun) + r % L::kRun);
+      }
     }
   for (int x : seen) EXPECT_EQ(x, 1);
-  // S^T's registers feed P^T's B operand: register p_register(s, e) of the lane holds key
-  // (row of S^T) kK s + ab_k(lane, e) of the lane's query (column), which is the B element
-  // (k = kK s + ab_k, j = ab_index) that lane must hold.
+  // S^T's registers feed P^T's B operand: element e of lane `lane` is register p_reg(s, e) of
+  // lane `lane ^ p_lane_xor(lane, e)`, which must hold key (row of S^T) kK s + ab_k(lane, e) of
+  // the lane's query (column): the B element (k = kK s + ab_k, j = ab_index) that lane must hold.
   for (int s = 0; s < N / L::kK; ++s)
-    for (int lane = 0; lane < 64; ++lane)
-      for (int e = 0; e < 4; ++e) {
-        const int r = ac_layout::p_register<N>(s, e);
-        EXPECT_EQ(L::d_row(lane, r), L::kK * s + L::ab_k(lane, e)) << "step " << s << " lane " << lane << " e " << e;
-        EXPECT_EQ(L::d_col(lane), L::ab_index(lane));
+    for (int lane = 0; lane < L::kLanes; ++lane)
+      for (int e = 0; e < L::kElems; ++e) {
+        const int r = ac_layout::p_reg<L>(s, e), src = lane ^ ac_layout::p_lane_xor<L>(lane, e);
+        ASSERT_TRUE(r >= 0 && r < L::kRegs && src >= 0 && src < L::kLanes);
+        EXPECT_EQ(L::d_row(src, r), L::kK * s + L::ab_k(lane, e)) << "step " << s << " lane " << lane << " e " << e;
+        EXPECT_EQ(L::d_col(src), L::ab_index(lane));
       }
 }
 
-TEST(MfmaModel, LayoutsMatchTheIsaGuide32x32x8) { expect_layouts_match_documentation<32>(); }
-TEST(MfmaModel, LayoutsMatchTheIsaGuide16x16x16) { expect_layouts_match_documentation<16>(); }
+TEST(MfmaModel, LayoutsMatchTheIsaGuide32x32x8) { expect_layouts_match_documentation<ac_layout::Mfma<32>>(); }
+TEST(MfmaModel, LayoutsMatchTheIsaGuide16x16x16) { expect_layouts_match_documentation<ac_layout::Mfma<16>>(); }
+TEST(MfmaModel, LayoutsMatchTheIsaGuideRdna3Wmma) { expect_layouts_match_documentation<ac_layout::WmmaRdna3>(); }
+TEST(MfmaModel, LayoutsMatchTheIsaGuideRdna4Wmma) { expect_layouts_match_documentation<ac_layout::WmmaRdna4>(); }
 
 // The modelled instruction against a plain matrix product (small integers: exact in every type).
-template <int N>
-void expect_mfma_is_a_matmul() {
-  using L = ac_layout::Mfma<N>;
+template <class L>
+void expect_instruction_is_a_matmul() {
+  constexpr int N = L::kN;
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> val(-4, 4);
   std::vector<float> A(N * L::kK), B(L::kK * N);
   for (auto& x : A) x = static_cast<float>(val(rng));
   for (auto& x : B) x = static_cast<float>(val(rng));
-  Operand a(64), b(64);
-  for (int lane = 0; lane < 64; ++lane)
-    for (int e = 0; e < 4; ++e) {
+  Operand a = operand(L::kLanes), b = operand(L::kLanes);
+  for (int lane = 0; lane < L::kLanes; ++lane)
+    for (int e = 0; e < L::kElems; ++e) {
       a[lane][e] = A[L::ab_index(lane) * L::kK + L::ab_k(lane, e)];
       b[lane][e] = B[L::ab_k(lane, e) * N + L::ab_index(lane)];
     }
-  Accum<N> d(64);
-  for (auto& r : d) r.fill(0.f);
-  mfma<N>(d, a, b);
-  for (int lane = 0; lane < 64; ++lane)
+  Accum d = accum(L::kLanes);
+  matrix_op<L>(d, a, b);
+  for (int lane = 0; lane < L::kLanes; ++lane)
     for (int r = 0; r < L::kRegs; ++r) {
       const int i = L::d_row(lane, r), j = L::d_col(lane);
       float want = 0;
@@ -158,8 +207,19 @@ void expect_mfma_is_a_matmul() {
       EXPECT_EQ(d[lane][r], want) << "D[" << i << "][" << j << "]";
     }
 }
-TEST(MfmaModel, InstructionIsAMatmul32) { expect_mfma_is_a_matmul<32>(); }
-TEST(MfmaModel, InstructionIsAMatmul16) { expect_mfma_is_a_matmul<16>(); }
+TEST(MfmaModel, InstructionIsAMatmul32) { expect_instruction_is_a_matmul<ac_layout::Mfma<32>>(); }
+TEST(MfmaModel, InstructionIsAMatmul16) { expect_instruction_is_a_matmul<ac_layout::Mfma<16>>(); }
+TEST(MfmaModel, InstructionIsAMatmulRdna3Wmma) { expect_instruction_is_a_matmul<ac_layout::WmmaRdna3>(); }
+TEST(MfmaModel, InstructionIsAMatmulRdna4Wmma) { expect_instruction_is_a_matmul<ac_layout::WmmaRdna4>(); }
+
+// A wave whose halves disagree on RDNA3's A operand is caught (the model would otherwise read
+// one half only, and a kernel loading different data into each half would pass unseen).
+TEST(MfmaModel, Rdna3HalvesThatDisagreeAreCaught) {
+  Operand a = operand(32), b = operand(32);
+  a[20][3] = 1.f;  // lane 4's copy differs
+  Accum d = accum(32);
+  EXPECT_NONFATAL_FAILURE(matrix_op<ac_layout::WmmaRdna3>(d, a, b), "lanes 4 and 20 differ at element 3");
+}
 
 // ---- One block of the AMD tiles, run over the model. ----
 struct Problem {
@@ -233,16 +293,16 @@ std::vector<double> reference(const Problem& pb, const Data& x, float scale) {
   return out;
 }
 
-// The AMD tiles of shape S (tiles_amd.hpp's algorithm over the kernel's index maps).
-template <ac_tiled_shape S>
+// The AMD tiles of shape S on layout L (tiles_amd.hpp's algorithm over the kernel's index maps).
+template <ac_tiled_shape S, class L>
 std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
   constexpr int N = S.tile_rows, D = S.head_dim, kWarpKeys = S.block_n / S.warps_n, kPitch = S.row_pitch();
-  using L = ac_layout::Mfma<N>;
-  using Map = ac_layout::AmdTileMaps<N, kWarpKeys, kPitch>;
+  constexpr int W = L::kLanes;
+  using Map = ac_layout::AmdTileMaps<L, kWarpKeys, kPitch, S.v_pitch()>;
   constexpr int kKeyChunks = kWarpKeys / N, kDimBlocks = D / N, kKSteps = D / L::kK, kPSteps = N / L::kK;
   constexpr int kBlockM = S.block_m(), kWaves = S.warps_m * S.warps_n;
   constexpr float kLog2e = 1.4426950408889634f;
-  static_assert(S.lanes == 64 && S.m_tiles == 1);
+  static_assert(S.lanes == W && L::kN == N && S.m_tiles == 1 && S.amd);
   auto r16 = [&](float v) { return pb.f16 ? round_f16(v) : round_bf16(v); };
   const int rows_total = pb.q_len * pb.group;
   std::vector<float> out(x.q.size(), NAN);
@@ -267,29 +327,26 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
     struct Wave {
       Operand q[kKSteps];
       std::vector<float> m_run, l_run;
-      Accum<N> o[kDimBlocks];
+      Accum o[kDimBlocks];
     };
     std::vector<Wave> waves(kWaves);
     for (int w = 0; w < kWaves; ++w) {
       const int warp_m = w % S.warps_m;
       Wave& wv = waves[w];
-      wv.m_run.assign(64, -INFINITY), wv.l_run.assign(64, 0.f);
-      for (auto& b : wv.o) {
-        b.assign(64, {});
-        for (auto& regs : b) regs.fill(0.f);
-      }
+      wv.m_run.assign(W, -INFINITY), wv.l_run.assign(W, 0.f);
+      for (auto& b : wv.o) b = accum(W);
       for (int ks = 0; ks < kKSteps; ++ks) {
-        wv.q[ks].assign(64, {});
-        for (int lane = 0; lane < 64; ++lane) {
+        wv.q[ks] = operand(W);
+        for (int lane = 0; lane < W; ++lane) {
           const int flat = row0 + Map::row(warp_m, lane);
-          for (int e = 0; e < 4; ++e)
+          for (int e = 0; e < L::kElems; ++e)
             wv.q[ks][lane][e] = flat < rows_total ? x.q[static_cast<size_t>(flat) * D + Map::q_dim(ks, lane, e)] : 0.f;
         }
       }
     }
-    // LDS: one stage of K and V rows at the padded pitch, validity bytes; poisoned padding, so
-    // that an index into it shows.
-    std::vector<float> k_s(S.block_n * kPitch), v_s(S.block_n * kPitch);
+    // LDS: one stage of K rows at the padded pitch, V as the shape keeps it (rows, or V^T on
+    // WMMA), validity bytes; poisoned padding, so that an index into it shows.
+    std::vector<float> k_s(S.block_n * kPitch), v_s(S.v_elems());
     std::vector<uint8_t> valid(S.block_n);
     for (int it = 0; it < n_tiles; ++it) {
       const int j0 = k_begin + it * S.block_n;
@@ -300,28 +357,27 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
         valid[r] = ok;
         for (int c = 0; c < D; ++c) {
           k_s[r * kPitch + c] = ok ? x.k[static_cast<size_t>(j) * D + c] : 0.f;
-          v_s[r * kPitch + c] = ok ? x.v[static_cast<size_t>(j) * D + c] : 0.f;
+          v_s[Map::v_at(r, c)] = ok ? x.v[static_cast<size_t>(j) * D + c] : 0.f;
         }
       }
       for (int w = 0; w < kWaves; ++w) {
         const int warp_m = w % S.warps_m, warp_n = w / S.warps_m;
         Wave& wv = waves[w];
-        Accum<N> sc[kKeyChunks];
+        Accum sc[kKeyChunks];
         for (int ch = 0; ch < kKeyChunks; ++ch) {
-          sc[ch].assign(64, {});
-          for (auto& a : sc[ch]) a.fill(0.f);
+          sc[ch] = accum(W);
           for (int ks = 0; ks < kKSteps; ++ks) {
-            Operand a(64);
-            for (int lane = 0; lane < 64; ++lane)
-              for (int e = 0; e < 4; ++e) a[lane][e] = k_s[Map::k_offset(warp_n, ch, ks, lane) + e];
-            mfma<N>(sc[ch], a, wv.q[ks]);
+            Operand a = operand(W);
+            for (int lane = 0; lane < W; ++lane)
+              for (int e = 0; e < L::kElems; ++e) a[lane][e] = k_s[Map::k_offset(warp_n, ch, ks, lane) + e];
+            matrix_op<L>(sc[ch], a, wv.q[ks]);
           }
         }
         auto score = [&](int lane, int e) -> float& { return sc[e / L::kRegs][lane][e % L::kRegs]; };
         constexpr int kElems = kKeyChunks * L::kRegs;
         // Masks, and the online softmax over the lanes that share a row.
-        std::vector<float> mx(64, -INFINITY);
-        for (int lane = 0; lane < 64; ++lane) {
+        std::vector<float> mx(W, -INFINITY);
+        for (int lane = 0; lane < W; ++lane) {
           const int flat = row0 + Map::row(warp_m, lane);
           const int t = flat / pb.group;
           const int rlo = flat < rows_total ? range.lo(t) : 0, rhi = flat < rows_total ? range.hi(t) : 0;
@@ -332,7 +388,7 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
           }
         }
         xor_reduce(mx, Map::first_row_mask(), [](float a, float b) { return std::max(a, b); });
-        for (int lane = 0; lane < 64; ++lane) {
+        for (int lane = 0; lane < W; ++lane) {
           const float m_new = std::max(wv.m_run[lane], mx[lane] * scale2);
           const float m_use = m_new == -INFINITY ? 0.f : m_new;
           const float corr = std::exp2(wv.m_run[lane] - m_use);
@@ -343,17 +399,18 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
           for (int b = 0; b < kDimBlocks; ++b)
             for (int reg = 0; reg < L::kRegs; ++reg) wv.o[b][lane][reg] *= corr;
         }
-        // O^T += V^T P^T, P^T from the score registers (p_register), rounded to the type.
+        // O^T += V^T P^T, P^T from the score registers (p_reg, of the lane p_lane_xor apart),
+        // rounded to the type.
         for (int b = 0; b < kDimBlocks; ++b)
           for (int ch = 0; ch < kKeyChunks; ++ch)
             for (int st = 0; st < kPSteps; ++st) {
-              Operand a(64), p(64);
-              for (int lane = 0; lane < 64; ++lane)
-                for (int e = 0; e < 4; ++e) {
+              Operand a = operand(W), p = operand(W);
+              for (int lane = 0; lane < W; ++lane)
+                for (int e = 0; e < L::kElems; ++e) {
                   a[lane][e] = v_s[Map::v_offset(warp_n, b, ch, st, lane, e)];
-                  p[lane][e] = r16(sc[ch][lane][ac_layout::p_register<N>(st, e)]);
+                  p[lane][e] = r16(sc[ch][lane ^ ac_layout::p_lane_xor<L>(lane, e)][ac_layout::p_reg<L>(st, e)]);
                 }
-              mfma<N>(wv.o[b], a, p);
+              matrix_op<L>(wv.o[b], a, p);
             }
       }
     }
@@ -364,7 +421,7 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
         l_sum[wn] = waves[wn * S.warps_m + warp_m].l_run;
         xor_reduce(l_sum[wn], Map::first_row_mask(), [](float a, float b) { return a + b; });
       }
-      for (int lane = 0; lane < 64; ++lane) {
+      for (int lane = 0; lane < W; ++lane) {
         const int row = Map::row(warp_m, lane), flat = row0 + row;
         if (flat >= rows_total) continue;
         float mx = -INFINITY;
@@ -380,9 +437,9 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
           lf += l_sum[wn][lane] * f;
           for (int e = 0; e < kDimBlocks * L::kRegs; ++e) {
             const int dim = Map::out_dim(lane, e);
-            // Registers 4 g .. 4 g + 3 are consecutive dims (one vector store in the kernel).
-            if (e % 4) {
-              EXPECT_EQ(dim, Map::out_dim(lane, e - e % 4) + e % 4);
+            // Registers in runs of kRun are consecutive dims (one vector store in the kernel).
+            if (e % L::kRun) {
+              EXPECT_EQ(dim, Map::out_dim(lane, e - e % L::kRun) + e % L::kRun);
             }
             acc[dim] += wv.o[e / L::kRegs][lane][e % L::kRegs] * f;
           }
@@ -428,7 +485,7 @@ uint32_t test_seed() {
   return s && *s ? static_cast<uint32_t>(std::strtoul(s, nullptr, 10)) : 20261203u;
 }
 
-template <ac_tiled_shape S>
+template <ac_tiled_shape S, class L = ac_layout::Mfma<S.tile_rows>>
 void expect_tiles_match_reference(Problem pb) {
   pb.d = S.head_dim;
   const uint32_t seed = test_seed();
@@ -436,7 +493,7 @@ void expect_tiles_match_reference(Problem pb) {
   const Data x = make_data(pb, seed);
   const float scale = 1.f / std::sqrt(static_cast<float>(pb.d));
   const auto want = reference(pb, x, scale);
-  const auto got = run_tiles<S>(pb, x, scale);
+  const auto got = run_tiles<S, L>(pb, x, scale);
   // The GPU suite's bounds for 16-bit outputs (P rounded to the type before P V).
   const double atol = pb.f16 ? 4e-3 : 2e-2, rtol = pb.f16 ? 4e-3 : 2e-2;
   int bad = 0;
@@ -477,6 +534,40 @@ TEST(MfmaModel, RowTilesD64SplitsMergedWindowF16) {
 // Every key of a row masked: the output is zero (no NaN), only the sink in the sum.
 TEST(MfmaModel, KeyTilesEverythingMaskedButTheSink) {
   expect_tiles_match_reference<ac_tiled_keys_shape_amd(64)>({1, 40, 4, 0, true, -1, true, 0, 40, false});
+}
+
+// RDNA3 and RDNA4 (WMMA on 32-lane waves): the same cases on their shapes and layouts.
+using ac_layout::WmmaRdna3;
+using ac_layout::WmmaRdna4;
+TEST(MfmaModel, Rdna3RowTilesD64CausalPartialSinks) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_rdna(64), WmmaRdna3>({37, 101, 4, 0, true, -1, true, -1, -1, false});
+}
+TEST(MfmaModel, Rdna4RowTilesD64CausalPartialSinks) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_rdna(64), WmmaRdna4>({37, 101, 4, 0, true, -1, true, -1, -1, false});
+}
+TEST(MfmaModel, Rdna3RowTilesD64WindowF16) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_rdna(64), WmmaRdna3>({45, 150, 2, 0, true, 40, true, -1, -1, true});
+}
+TEST(MfmaModel, Rdna4RowTilesD128PagedHoleNoSinks) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_rdna(128), WmmaRdna4>({20, 90, 3, 0, false, -1, false, 33, 49, false});
+}
+TEST(MfmaModel, Rdna3KeyTilesD64DecodeGroup8Sinks) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_rdna(64), WmmaRdna3>({1, 300, 8, 0, true, -1, true, -1, -1, false});
+}
+TEST(MfmaModel, Rdna4KeyTilesD128WindowHoleF16) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_rdna(128), WmmaRdna4>({2, 211, 5, 0, true, 127, true, 64, 80, true});
+}
+TEST(MfmaModel, Rdna3KeyTilesD64DecodeSplitsMerged) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_rdna(64), WmmaRdna3>({1, 300, 8, 0, true, -1, true, -1, -1, false, 6});
+}
+TEST(MfmaModel, Rdna4RowTilesD64SplitsMergedWindowF16) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_rdna(64), WmmaRdna4>({40, 700, 2, 0, true, 300, true, 100, 130, true, 3});
+}
+TEST(MfmaModel, Rdna4RowTilesD128Causal) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_rdna(128), WmmaRdna4>({30, 70, 2, 0, true, -1, true, -1, -1, false});
+}
+TEST(MfmaModel, Rdna4KeyTilesEverythingMaskedButTheSink) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_rdna(64), WmmaRdna4>({1, 40, 4, 0, true, -1, true, 0, 40, false});
 }
 
 }  // namespace

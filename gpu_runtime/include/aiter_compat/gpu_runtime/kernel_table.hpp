@@ -70,6 +70,10 @@ struct KernelRow {
   std::vector<std::string> functions;  // its entry points in each code object built for those archs
   int max_group_elems = 0;       // query heads per KV head x the larger head dim; 0: no limit
   bool built_for(const std::string& arch) const;
+  // head_dims and functions on one arch: the RDNA WMMA tiles are built at fewer head dims
+  // (tiled_dims_on says why); every other row's are the same on every arch it is built for.
+  std::vector<int> head_dims_on(const std::string& arch) const;
+  std::vector<std::string> functions_on(const std::string& arch) const;
   std::vector<std::string> route_reasons(const KernelQuery& q) const;
 };
 
@@ -83,6 +87,8 @@ const KernelRow& kernel_row(KernelId id);
 // ac_tiled_{rows,keys,wgmma}[_paged]_{bf16,f16}_d{64,128}, and over fp8 caches
 // ac_tiled_{rows,keys,wgmma}_paged_{bf16,f16}_kv8_d{64,128}.
 bool is_amd_arch(const std::string& arch);
+// RDNA3 (gfx11) and RDNA4 (gfx1200, gfx1201): the WMMA tiles on 32-lane waves (not gfx1250).
+bool is_rdna_wmma_arch(const std::string& arch);
 // Why a row is off on an arch by the user's choice, or "": AITER_COMPAT_AMD_DIRECT=1 keeps AMD
 // GPUs on the direct-load kernels (decode, generic). The MFMA tiled kernels were checked by
 // reading their code objects and by a host model of their layouts, but this project has not
