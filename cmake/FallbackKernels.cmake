@@ -3,8 +3,9 @@
 # device libraries: the kernels use clang builtins only), sm_* with nvcc. An arch whose compiler
 # is missing, or does not know it, is skipped with a message; the rest of the build goes on.
 # CDNA (gfx90a, gfx942, gfx950: MFMA tiles and the direct-load kernels, 64-lane waves), RDNA3
-# (gfx1100, gfx1151), RDNA4 (gfx1200, gfx1201) and gfx1250 (the direct-load kernels alone, in
-# 32-lane waves: their matrix tiles are not written yet), NVIDIA Hopper.
+# (gfx1100, gfx1151) and RDNA4 (gfx1200, gfx1201: WMMA tiles and the direct-load kernels), gfx1250
+# (the direct-load kernels alone: its matrix tiles are not written yet), all in 32-lane waves;
+# NVIDIA Hopper.
 set(AITER_COMPAT_GPU_ARCHS "gfx90a;gfx942;gfx950;gfx1100;gfx1151;gfx1200;gfx1201;gfx1250;sm_90" CACHE STRING
     "GPU archs to build the fallback kernels for")
 # clang 20 and later know gfx950 (MI350X/MI355X); Debian's clang-22 (with lld-22) is the one the

@@ -148,6 +148,7 @@ ProbeReport run_probe(const ProbeOptions& options, PythonReader& python) {
     for (const auto& object : code_objects()) {
       if (!family.built_for(object.arch)) continue;
       k.archs.push_back(object.arch);
+      if (auto dims = family.head_dims_on(object.arch); !dims.empty()) k.head_dims[object.arch] = std::move(dims);
       k.matches_device = k.matches_device || (report.device.present && report.device.arch == object.arch);
     }
     report.fallback_kernels.push_back(std::move(k));

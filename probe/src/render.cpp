@@ -90,7 +90,8 @@ json to_json(const ProbeReport& r) {
                            {"summary", q.summary}, {"why", q.why}});
   j["fallback_kernels"] = json::array();
   for (const auto& k : r.fallback_kernels)
-    j["fallback_kernels"].push_back({{"name", k.name}, {"archs", k.archs}, {"matches_device", k.matches_device}});
+    j["fallback_kernels"].push_back(
+        {{"name", k.name}, {"archs", k.archs}, {"matches_device", k.matches_device}, {"head_dims", k.head_dims}});
   j["channels"] = json::object();
   for (const auto& [name, c] : r.channels)
     j["channels"][name] = {{"ran", c.ran},
@@ -168,8 +169,19 @@ std::string to_text(const ProbeReport& r) {
   if (r.fallback_kernels.empty() || r.fallback_kernels.front().archs.empty()) row("fallback_kernels", "no GPU code objects built");
   for (const auto& k : r.fallback_kernels) {
     if (k.archs.empty()) continue;
+    // An arch built at fewer head dims than the family's others says which.
+    size_t widest = 0;
+    for (const auto& [a, dims] : k.head_dims) widest = std::max(widest, dims.size());
     std::string archs;
-    for (const auto& a : k.archs) archs += (archs.empty() ? "" : ", ") + a;
+    for (const auto& a : k.archs) {
+      archs += (archs.empty() ? "" : ", ") + a;
+      auto dims = k.head_dims.find(a);
+      if (dims != k.head_dims.end() && dims->second.size() < widest) {
+        std::string list;
+        for (int d : dims->second) list += (list.empty() ? "" : "/") + std::to_string(d);
+        archs += " (head dim " + list + ")";
+      }
+    }
     row("fallback_kernels." + k.name, archs + (k.matches_device ? " (matches this GPU)" : r.device.present ? " (none for " + r.device.arch + ")" : ""));
   }
   for (const auto& [name, c] : r.channels) {

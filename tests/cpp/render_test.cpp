@@ -45,3 +45,24 @@ TEST(Render, TextRowsAreAligned) {
   EXPECT_NE(text.find("op.unified_attention:"), std::string::npos);
   EXPECT_NE(text.find("not found"), std::string::npos);
 }
+
+// A family built at fewer head dims on some archs (the RDNA WMMA tiles) says so in both forms;
+// the others are listed plainly.
+TEST(Render, FallbackKernelsNameTheHeadDimsOfAnArchBuiltAtFewer) {
+  FakePythonReader py;
+  py.static_reading = reading_from_matrix(*CompatMatrix::builtin().find_exact("0.1.10"));
+  ProbeOptions o;
+  o.native = o.device = false;
+  ProbeReport r = run_probe(o, py);
+  r.fallback_kernels = {{"tiled_rows", {"gfx942", "gfx1100", "gfx1201"}, false,
+                         {{"gfx942", {64, 128, 256}}, {"gfx1100", {64}}, {"gfx1201", {64, 128}}}},
+                        {"generic", {"gfx942", "gfx1100"}, false, {}}};
+  const auto j = to_json(r);
+  EXPECT_EQ(j["fallback_kernels"][0]["head_dims"]["gfx1100"], nlohmann::json::array({64}));
+  EXPECT_EQ(j["fallback_kernels"][0]["head_dims"]["gfx942"].size(), 3u);
+  EXPECT_TRUE(j["fallback_kernels"][1]["head_dims"].empty());
+  const std::string text = to_text(r);
+  EXPECT_NE(text.find("gfx942, gfx1100 (head dim 64), gfx1201 (head dim 64/128)"), std::string::npos) << text;
+  EXPECT_NE(text.find("fallback_kernels.generic:"), std::string::npos);
+  EXPECT_EQ(text.find("gfx1100 (head dim", text.find("fallback_kernels.generic")), std::string::npos) << text;
+}

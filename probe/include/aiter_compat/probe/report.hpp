@@ -107,6 +107,9 @@ struct FallbackKernel {
   std::string name;
   std::vector<std::string> archs;
   bool matches_device = false;
+  // The head dims built on each arch, where the family has a list (empty: any up to its limit);
+  // the RDNA WMMA tiles have fewer than the other archs.
+  std::map<std::string, std::vector<int>> head_dims;
 };
 
 struct ProbeReport {
