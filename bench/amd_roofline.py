@@ -8,8 +8,8 @@ head dim 64, bf16):
   - decode (one query per sequence over a paged cache): the memory floor (K and V read once at
     the GPU's HBM bandwidth) and, for the tiled "keys" kernel, whether its MFMA work per key tile
     fits under that tile's memory time at the kernel's occupancy;
-  - causal prefill: the MFMA floor (the flops at the instruction form's peak rate: gfx950 runs
-    the CDNA3 forms, half its double-K peak) and a range at 35-60% of it (the softmax, its 16-bit packing and the V^T operand reads are VALU and LDS work of about the MFMA time per tile, overlapped only across the two waves of a SIMD) (the H200's tiled
+  - causal prefill: the MFMA floor (the flops at the peak rate of the instruction form the row
+    tiles use: gfx950's double-K v_mfma_f32_32x32x16, the CDNA3 forms elsewhere) and a range at 35-60% of it (the softmax, its 16-bit packing and the V^T operand reads are VALU and LDS work of about the MFMA time per tile, overlapped only across the two waves of a SIMD) (the H200's tiled
     kernels run at 40-50% of their measured matmul peak).
 Usage: bench/amd_roofline.py [--objects build/kernels] [--json out.json]
 """
@@ -23,7 +23,7 @@ import sys
 
 # Published figures (AMD's data sheets): one device as a process sees it (MI250X: one GCD).
 GPUS = {
-    "gfx950": dict(name="MI355X", cus=256, ghz=2.4, tbs=8.0, legacy_mfma_tflops=1250.0),
+    "gfx950": dict(name="MI355X", cus=256, ghz=2.4, tbs=8.0, legacy_mfma_tflops=1250.0, double_k_mfma_tflops=2500.0),
     "gfx942": dict(name="MI300X", cus=304, ghz=2.1, tbs=5.3, legacy_mfma_tflops=1307.0),
     "gfx90a": dict(name="MI250X (one GCD)", cus=110, ghz=1.7, tbs=1.6, legacy_mfma_tflops=191.5),
 }
@@ -58,13 +58,15 @@ def read_kernels(path, readelf, objdump):
         h = re.match(r"^[0-9a-f]+ <([A-Za-z_0-9]+)>:", line)
         if h:
             fn = kernels.setdefault(h[1], {})
-            fn.update(mfma=0, valu=0, lds=0, vmem=0)
+            fn.update(mfma=0, mfma_double_k=0, valu=0, lds=0, vmem=0)
             continue
         if fn is None:
             continue
         op = line.strip().split(" ")[0]
         if op.startswith("v_mfma"):
             fn["mfma"] += 1
+            # gfx950's double-K forms (K 16 at 32x32, K 32 at 16x16, 16-bit types)
+            fn["mfma_double_k"] += bool(re.match(r"v_mfma_f32_(32x32x16|16x16x32)_(bf16|f16)", op))
         elif op.startswith("v_"):
             fn["valu"] += 1
         elif op.startswith("ds_"):
@@ -99,13 +101,21 @@ def estimate(arch, kernels):
                           f"{mem_cycles:.0f} cycles of HBM time for {w} resident blocks' tiles per CU: "
                           + ("memory-bound" if mfma_cycles < mem_cycles else "MFMA-bound")))
     flops = 4 * PREFILL["batch"] * HQ * D * PREFILL["seq"] * PREFILL["seq"] / 2  # causal: half the pairs
-    floor = flops / (g["legacy_mfma_tflops"] * 1e12) * 1e6
     rows_k = kernels.get("ac_tiled_rows_bf16_d64", {})
+    double_k = rows_k.get("mfma_double_k", 0) > 0 and rows_k.get("mfma_double_k") == rows_k.get("mfma")
+    peak = g["double_k_mfma_tflops"] if double_k and "double_k_mfma_tflops" in g else g["legacy_mfma_tflops"]
+    floor = flops / (peak * 1e12) * 1e6
+    # The 35-60% range: the VALU and LDS work per tile is about the CDNA3-form MFMA time and is
+    # not shortened by the double-K forms, which halve only the matrix part: time = M (1 / e - 1)
+    # + M / 2 with M the CDNA3-form floor.
+    legacy = flops / (g["legacy_mfma_tflops"] * 1e12) * 1e6
+    est = [legacy / e - (legacy / 2 if peak != g["legacy_mfma_tflops"] else 0) for e in (0.6, 0.35)]
     rows.append(dict(arch=arch, gpu=g["name"], case=f"prefill causal {PREFILL['batch']}x{PREFILL['seq']}",
                      floor_us=round(floor, 1),
-                     estimate_us=[round(floor / 0.6, 1), round(floor / 0.35, 1)],
-                     estimate_tflops=[round(flops / (floor / 0.35) / 1e6), round(flops / (floor / 0.6) / 1e6)],
-                     note=f"tiled rows: {rows_k.get('mfma', 0)} MFMA, {rows_k.get('valu', 0)} VALU, "
+                     estimate_us=[round(est[0], 1), round(est[1], 1)],
+                     estimate_tflops=[round(flops / est[1] / 1e6), round(flops / est[0] / 1e6)],
+                     note=f"tiled rows: {rows_k.get('mfma', 0)} MFMA ({'double-K' if double_k else 'CDNA3 forms'}, "
+                          f"{peak:.0f} TFLOP/s peak), {rows_k.get('valu', 0)} VALU, "
                           f"{rows_k.get('lds', 0)} LDS instructions in the kernel; {waves_per_simd(rows_k) if rows_k else 0} "
                           "waves per SIMD by registers"))
     return rows

@@ -20,7 +20,12 @@
 //     A[i][k] (16 x 16): lane i + 16 (k / 4), element k % 4
 //     B[k][j] (16 x 16): lane j + 16 (k / 4), element k % 4
 //     D[i][j] (16 x 16): lane j + 16 (i / 4), register i % 4                     (4 registers)
-// The same instructions exist on gfx90a (CDNA2), gfx942 (CDNA3) and gfx950 (CDNA4).
+// The same instructions exist on gfx90a (CDNA2), gfx942 (CDNA3) and gfx950 (CDNA4). gfx950 (the
+// CDNA4 ISA guide) also has double-K forms, 8 consecutive K values per lane in four registers:
+//   v_mfma_f32_32x32x16_{bf16,f16} (M = N = 32, K = 16):
+//     A[i][k]: lane i + 32 (k / 8), element k % 8; B likewise by column; D as 32x32x8's.
+// (The calculator's rule for every form above: lane i + M (k / kL), element k % kL, kL the K
+// values per lane.)
 //
 // AMD WMMA on 32-lane waves, v_wmma_f32_16x16x16_{bf16,f16} (M = N = K = 16, fp32 accumulator in
 // 8 registers per lane), as the RDNA3 and RDNA4 ISA reference guides ("Wave Matrix Multiply
@@ -71,6 +76,17 @@ template <> struct Mfma<16> {
   AC_LAYOUT static int d_col(int lane) { return lane % 16; }
   AC_LAYOUT static int d_row(int lane, int r) { return 4 * (lane / 16) + r; }
 };
+// gfx950's v_mfma_f32_32x32x16: half the instructions of 32x32x8 over the same D.
+struct Mfma32K16 {
+  static constexpr int kLanes = 64, kN = 32, kK = 16, kRegs = 16, kElems = 8, kRun = 4;
+  AC_LAYOUT static int ab_index(int lane) { return lane % 32; }
+  AC_LAYOUT static int ab_k(int lane, int e) { return 8 * (lane / 32) + e; }  // e: 0..7
+  AC_LAYOUT static int d_col(int lane) { return lane % 32; }
+  AC_LAYOUT static int d_row(int lane, int r) { return 8 * (r / 4) + 4 * (lane / 32) + r % 4; }
+  // Which of a step's 16 keys K index k stands for (step_key below): the lane's D registers
+  // 8 s .. 8 s + 7 hold rows 16 s + {0-3, 8-11} (lanes 0-31) or {4-7, 12-15} (lanes 32-63).
+  AC_LAYOUT static int key_of_k(int k) { return 8 * ((k % 8) / 4) + 4 * (k / 8) + k % 4; }
+};
 
 // RDNA3 and RDNA4 WMMA, 16 x 16 x 16 (see the top of this file).
 struct WmmaRdna3 {
@@ -92,7 +108,8 @@ struct WmmaRdna4 {
 // step `s` of O^T += V^T P^T (keys kK s .. kK s + kK - 1): element e of lane `lane`'s operand
 // is register p_reg(s, e) of lane `lane ^ p_lane_xor(lane, e)`. This is what lets the scores feed
 // the next product without leaving the registers: on MFMA and RDNA4 each lane's own registers
-// (MFMA 32 x 32: step s is registers 4 s .. 4 s + 3; 16 x 16 and RDNA4: one step); on RDNA3,
+// (MFMA 32 x 32: step s is registers 4 s .. 4 s + 3, on gfx950's 32x32x16 8 s .. 8 s + 7 over
+// the keys step_key names; 16 x 16 and RDNA4: one step); on RDNA3,
 // whose B operand holds all 16 keys in each half of the wave while D holds alternate rows in
 // each half, half the elements come from the lane 16 apart.
 template <class L>
@@ -101,6 +118,14 @@ template <class L>
 AC_LAYOUT int p_reg(int s, int e) {
   if constexpr (p_from_partner<L>) return e / 2;
   else return L::kElems * s + e;
+}
+// The key (of step s's kK keys) that K index k of O^T += V^T P^T stands for: k itself, except
+// where the D registers a lane holds are not the K values its B operand holds (gfx950's
+// 32x32x16: L::key_of_k). V^T's A operand reads the same keys, so the product is unchanged.
+template <class L>
+AC_LAYOUT int step_key(int k) {
+  if constexpr (requires { L::key_of_k(k); }) return L::key_of_k(k);
+  else return k;
 }
 template <class L>
 AC_LAYOUT int p_lane_xor(int lane, int e) {
@@ -133,7 +158,7 @@ struct AmdTileMaps {
   // V^T as O^T's A operand: the LDS offset of element e of dim block b, key chunk ch, step st
   // (kElems keys of one dim: rows apart).
   AC_LAYOUT static int v_offset(int warp_n, int b, int ch, int st, int lane, int e) {
-    return v_at(warp_n * kWarpKeys + ch * kN + st * L::kK + L::ab_k(lane, e), b * kN + L::ab_index(lane));
+    return v_at(warp_n * kWarpKeys + ch * kN + st * L::kK + step_key<L>(L::ab_k(lane, e)), b * kN + L::ab_index(lane));
   }
   // Where key `key`'s dim `dim` of V is in LDS. Transposed, an operand's kElems keys (consecutive
   // in ab_k) are consecutive elements.

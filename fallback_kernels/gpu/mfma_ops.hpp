@@ -1,5 +1,5 @@
 // The AMD layer of the tiled attention kernels: the matrix instructions on 16-bit operands with
-// fp32 accumulators, bf16 and f16 (gfx90a, gfx942, gfx950: v_mfma_f32_32x32x8 and _16x16x16;
+// fp32 accumulators, bf16 and f16 (gfx90a, gfx942, gfx950: v_mfma_f32_32x32x8 (gfx950: _32x32x16) and _16x16x16;
 // RDNA3 gfx11 and RDNA4 gfx1200/gfx1201: v_wmma_f32_16x16x16 on 32-lane waves),
 // the packing of fp32 scores into 16-bit operands, and the few other operations the tiles need.
 // Which lane holds what is in fragment_layouts.hpp; the tiles (tiles_amd.hpp) are written over
@@ -27,6 +27,7 @@ namespace { using AmdLayoutRdna = ac_layout::WmmaRdna4; }
 typedef short ac_i16x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 ac_h16x4 __attribute__((ext_vector_type(4)));
 typedef short ac_i16x8 __attribute__((ext_vector_type(8)));
+typedef __bf16 ac_b16x8 __attribute__((ext_vector_type(8)));
 typedef _Float16 ac_h16x8 __attribute__((ext_vector_type(8)));
 typedef short ac_i16x16 __attribute__((ext_vector_type(16)));
 typedef _Float16 ac_h16x16 __attribute__((ext_vector_type(16)));
@@ -34,8 +35,13 @@ typedef float ac_f32x16v __attribute__((ext_vector_type(16)));
 typedef float ac_f32x8v __attribute__((ext_vector_type(8)));
 typedef float ac_f32x4v __attribute__((ext_vector_type(4)));
 
-// The layout of a tile of N query rows on this arch: MFMA N x N on CDNA, WMMA 16 x 16 on RDNA.
-#if defined(AC_HAS_MFMA)
+// The layout of a tile of N query rows on this arch: MFMA N x N on CDNA (gfx950's 32 x 32 the
+// double-K form: half the instructions per product), WMMA 16 x 16 on RDNA.
+#if defined(__gfx950__)
+template <int N> struct AmdLayoutOf { using type = ac_layout::Mfma<N>; };
+template <> struct AmdLayoutOf<32> { using type = ac_layout::Mfma32K16; };
+template <int N> using AmdLayout = typename AmdLayoutOf<N>::type;
+#elif defined(AC_HAS_MFMA)
 template <int N> using AmdLayout = ac_layout::Mfma<N>;
 #else
 template <int N> using AmdLayout = AmdLayoutRdna;
@@ -69,6 +75,17 @@ template <typename T, class L> struct AmdMatrixOps : AmdPack<T> {
   AC_DEVICE void mma(AmdAcc<L>& d, const Frag& a, const Frag& b) {
     constexpr bool bf = ac_same<T, BF16>::value;
 #if defined(AC_HAS_MFMA)
+#if defined(__gfx950__)
+    if constexpr (L::kElems == 8) {  // v_mfma_f32_32x32x16
+      const ac_f32x16v c = __builtin_bit_cast(ac_f32x16v, d);
+      if constexpr (bf)
+        d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_mfma_f32_32x32x16_bf16(__builtin_bit_cast(ac_b16x8, a),
+                                                                                __builtin_bit_cast(ac_b16x8, b), c, 0, 0, 0));
+      else
+        d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_mfma_f32_32x32x16_f16(__builtin_bit_cast(ac_h16x8, a),
+                                                                               __builtin_bit_cast(ac_h16x8, b), c, 0, 0, 0));
+    } else
+#endif
     if constexpr (L::kN == 32) {
       const ac_f32x16v c = __builtin_bit_cast(ac_f32x16v, d);
       if constexpr (bf)

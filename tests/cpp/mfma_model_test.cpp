@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fragment_layouts.hpp"
@@ -64,6 +65,17 @@ template <int N> struct DocLayout<ac_layout::Mfma<N>> {
   static int ab_elem(int k) { return k % 4; }
   static int d_lane(int i, int j) { return N == 32 ? j + 32 * ((i / 4) % 2) : j + 16 * (i / 4); }
   static int d_reg(int i, int) { return N == 32 ? 4 * (i / 8) + i % 4 : i % 4; }
+};
+// gfx950's v_mfma_f32_32x32x16 (CDNA4 ISA guide; the calculator's rule with 8 K values per
+// lane): A[i][k] in lane i + 32 (k / 8), element k % 8; D as 32x32x8's.
+template <> struct DocLayout<ac_layout::Mfma32K16> {
+  static constexpr int kLanes = 64, kK = 16, kRegs = 16, kElems = 8, kN = 32;
+  static constexpr bool kReplicated = false;
+  static int a_lane(int i, int k) { return i + 32 * (k / 8); }
+  static int b_lane(int k, int j) { return j + 32 * (k / 8); }
+  static int ab_elem(int k) { return k % 8; }
+  static int d_lane(int i, int j) { return j + 32 * ((i / 4) % 2); }
+  static int d_reg(int i, int) { return 4 * (i / 8) + i % 4; }
 };
 template <> struct DocLayout<ac_layout::WmmaRdna3> {
   static constexpr int kLanes = 32, kK = 16, kRegs = 8, kElems = 16, kN = 16;
@@ -165,20 +177,30 @@ void expect_layouts_match_documentation() {
     }
   for (int x : seen) EXPECT_EQ(x, 1);
   // S^T's registers feed P^T's B operand: element e of lane `lane` is register p_reg(s, e) of
-  // lane `lane ^ p_lane_xor(lane, e)`, which must hold key (row of S^T) kK s + ab_k(lane, e) of
-  // the lane's query (column): the B element (k = kK s + ab_k, j = ab_index) that lane must hold.
+  // lane `lane ^ p_lane_xor(lane, e)`, which must hold key (row of S^T) kK s + step_key(ab_k(lane,
+  // e)) of the lane's query (column): the B element (k = ab_k, j = ab_index) that lane must hold,
+  // K index k standing for the step's key step_key(k), a permutation of the step's keys.
+  std::vector<int> keys(L::kK, 0);
+  for (int k = 0; k < L::kK; ++k) {
+    const int key = ac_layout::step_key<L>(k);
+    ASSERT_TRUE(key >= 0 && key < L::kK) << k;
+    ++keys[key];
+  }
+  for (int x : keys) EXPECT_EQ(x, 1);
   for (int s = 0; s < N / L::kK; ++s)
     for (int lane = 0; lane < L::kLanes; ++lane)
       for (int e = 0; e < L::kElems; ++e) {
         const int r = ac_layout::p_reg<L>(s, e), src = lane ^ ac_layout::p_lane_xor<L>(lane, e);
         ASSERT_TRUE(r >= 0 && r < L::kRegs && src >= 0 && src < L::kLanes);
-        EXPECT_EQ(L::d_row(src, r), L::kK * s + L::ab_k(lane, e)) << "step " << s << " lane " << lane << " e " << e;
+        EXPECT_EQ(L::d_row(src, r), L::kK * s + ac_layout::step_key<L>(L::ab_k(lane, e)))
+            << "step " << s << " lane " << lane << " e " << e;
         EXPECT_EQ(L::d_col(src), L::ab_index(lane));
       }
 }
 
 TEST(MfmaModel, LayoutsMatchTheIsaGuide32x32x8) { expect_layouts_match_documentation<ac_layout::Mfma<32>>(); }
 TEST(MfmaModel, LayoutsMatchTheIsaGuide16x16x16) { expect_layouts_match_documentation<ac_layout::Mfma<16>>(); }
+TEST(MfmaModel, LayoutsMatchTheIsaGuideGfx950_32x32x16) { expect_layouts_match_documentation<ac_layout::Mfma32K16>(); }
 TEST(MfmaModel, LayoutsMatchTheIsaGuideRdna3Wmma) { expect_layouts_match_documentation<ac_layout::WmmaRdna3>(); }
 TEST(MfmaModel, LayoutsMatchTheIsaGuideRdna4Wmma) { expect_layouts_match_documentation<ac_layout::WmmaRdna4>(); }
 
@@ -209,6 +231,7 @@ void expect_instruction_is_a_matmul() {
 }
 TEST(MfmaModel, InstructionIsAMatmul32) { expect_instruction_is_a_matmul<ac_layout::Mfma<32>>(); }
 TEST(MfmaModel, InstructionIsAMatmul16) { expect_instruction_is_a_matmul<ac_layout::Mfma<16>>(); }
+TEST(MfmaModel, InstructionIsAMatmulGfx950_32x32x16) { expect_instruction_is_a_matmul<ac_layout::Mfma32K16>(); }
 TEST(MfmaModel, InstructionIsAMatmulRdna3Wmma) { expect_instruction_is_a_matmul<ac_layout::WmmaRdna3>(); }
 TEST(MfmaModel, InstructionIsAMatmulRdna4Wmma) { expect_instruction_is_a_matmul<ac_layout::WmmaRdna4>(); }
 
@@ -536,6 +559,41 @@ TEST(MfmaModel, KeyTilesEverythingMaskedButTheSink) {
   expect_tiles_match_reference<ac_tiled_keys_shape_amd(64)>({1, 40, 4, 0, true, -1, true, 0, 40, false});
 }
 
+// gfx950's row tiles on v_mfma_f32_32x32x16 (the step's keys permuted: step_key): the same cases.
+using ac_layout::Mfma32K16;
+TEST(MfmaModel, Gfx950RowTilesD64CausalPartialSinks) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_amd(64), Mfma32K16>({37, 101, 4, 0, true, -1, true, -1, -1, false});
+}
+TEST(MfmaModel, Gfx950RowTilesD128WindowF16) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_amd(128), Mfma32K16>({45, 150, 2, 0, true, 40, true, -1, -1, true});
+}
+TEST(MfmaModel, Gfx950RowTilesD128PagedHoleSplitsMerged) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_amd(128), Mfma32K16>({20, 390, 3, 0, false, -1, true, 33, 49, false, 3});
+}
+TEST(MfmaModel, Gfx950RowTilesD256Causal) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_amd(256), Mfma32K16>({30, 70, 2, 0, true, -1, true, -1, -1, false});
+}
+// Without the key permutation (V^T read in K order) the product pairs V rows with the wrong
+// scores: the model sees it.
+struct Mfma32K16Unpermuted {
+  using M = ac_layout::Mfma32K16;
+  static constexpr int kLanes = M::kLanes, kN = M::kN, kK = M::kK, kRegs = M::kRegs, kElems = M::kElems, kRun = M::kRun;
+  static int ab_index(int lane) { return M::ab_index(lane); }
+  static int ab_k(int lane, int e) { return M::ab_k(lane, e); }
+  static int d_col(int lane) { return M::d_col(lane); }
+  static int d_row(int lane, int r) { return M::d_row(lane, r); }
+};
+template <> struct DocLayout<Mfma32K16Unpermuted> : DocLayout<Mfma32K16> {};
+TEST(MfmaModel, Gfx950WithoutTheKeyPermutationIsCaught) {
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter catcher(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD,
+                                                        &failures);
+    expect_tiles_match_reference<ac_tiled_rows_shape_amd(64), Mfma32K16Unpermuted>({37, 101, 4, 0, true, -1, true, -1, -1, false});
+  }
+  ASSERT_GT(failures.size(), 0) << "tiles that pair V rows with the wrong scores matched the reference";
+  EXPECT_NE(std::string(failures.GetTestPartResult(0).message()).find("reference"), std::string::npos);
+}
 // RDNA3 and RDNA4 (WMMA on 32-lane waves): the same cases on their shapes and layouts.
 using ac_layout::WmmaRdna3;
 using ac_layout::WmmaRdna4;
