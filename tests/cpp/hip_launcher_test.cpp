@@ -36,10 +36,11 @@ void record_params(const char*, const void* params) {
 
 // One decode of 1 x 32k keys over a paged bf16 cache (64 query heads, 8 KV heads, head dim 64) on
 // the stand-in AMD device: split across blocks, then merged. The stand-in runs no kernel.
-struct SplitDecode {
+template <int64_t D = 64>
+struct SplitDecodeAt {
   static constexpr int64_t kCtx = 32768, kBlocks = kCtx / 16;
-  HostTensor q{DType::bf16, {1, 64, 64}}, kc{DType::bf16, {kBlocks, 16, 8, 64}}, vc{DType::bf16, {kBlocks, 16, 8, 64}},
-      out{DType::bf16, {1, 64, 64}}, table{DType::i32, {1, kBlocks}}, used{DType::i32, {1}}, cu{DType::i32, {2}};
+  HostTensor q{DType::bf16, {1, 64, D}}, kc{DType::bf16, {kBlocks, 16, 8, D}}, vc{DType::bf16, {kBlocks, 16, 8, D}},
+      out{DType::bf16, {1, 64, D}}, table{DType::i32, {1, kBlocks}}, used{DType::i32, {1}}, cu{DType::i32, {2}};
   PagedArgs args() {
     PagedArgs a;
     for (auto* t : {&q, &kc, &vc, &out, &table, &used, &cu}) t->view.device = DeviceKind::rocm;
@@ -48,6 +49,7 @@ struct SplitDecode {
     return a;
   }
 };
+using SplitDecode = SplitDecodeAt<64>;
 
 }  // namespace
 
@@ -176,6 +178,14 @@ static void expect_split_decode_on(const char* arch, bool wmma) {
   for (const auto& o : code_objects())
     if (std::string(o.arch) == arch) want = o.data;
   EXPECT_EQ(image, want) << "the module loaded is not " << arch << "'s code object";
+  // Head dim 128: RDNA4's WMMA tiles take it, RDNA3's are not built there (kernel_table.cpp,
+  // tiled_dims_on): the direct-load decode.
+  SplitDecodeAt<128> wide;
+  run_gpu(wide.args(), nullptr);
+  ASSERT_EQ(count(), 4);
+  const bool rdna4_tiles = wmma && std::string(arch).rfind("gfx12", 0) == 0 && !(direct && std::string(direct) == "1");
+  EXPECT_STREQ(launch(2)->name, rdna4_tiles ? "ac_tiled_keys_paged_bf16_d128" : "ac_decode_bf16_d128");
+  EXPECT_STREQ(launch(3)->name, "ac_merge_bf16");
 }
 TEST(HipLauncher, DecodeOnRdna4TakesTheWmmaTiles) { expect_split_decode_on("gfx1201", true); }
 TEST(HipLauncher, DecodeOnRdna3TakesTheWmmaTiles) { expect_split_decode_on("gfx1100", true); }
