@@ -49,14 +49,16 @@ std::vector<int> tiled_dims_on(KernelId id, const std::string& arch) {
   return {64, 128};
 }
 
-std::vector<std::string> tiled_names(KernelId id) {
+// The tiled kernels' names at the given head dims (every dim the family has, by default).
+std::vector<std::string> tiled_names(KernelId id, const std::vector<int>& dims) {
   std::vector<std::string> names;
   for (bool paged : {false, true})
     for (int t : kHalf)
-      for (int d : tiled_dims(id))
+      for (int d : dims)
         if (paged || !kv8_type(t)) names.push_back(tiled_kernel_name(id, paged, t, d));
   return names;
 }
+std::vector<std::string> tiled_names(KernelId id) { return tiled_names(id, tiled_dims(id)); }
 
 std::vector<std::string> per_type(const char* prefix, std::vector<int> types, const std::string& suffix = "") {
   std::vector<std::string> names;
@@ -142,9 +144,8 @@ ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch) {
 bool is_tiled(KernelId id) { return id == KernelId::tiled_keys || id == KernelId::tiled_rows || id == KernelId::tiled_wgmma; }
 
 std::string switched_off(KernelId id, const std::string& arch) {
-  const bool tiled = is_tiled(id);
   const char* v = std::getenv("AITER_COMPAT_AMD_DIRECT");
-  if (tiled && is_amd_arch(arch) && v && *v && std::string(v) != "0")
+  if (is_tiled(id) && is_amd_arch(arch) && v && *v && std::string(v) != "0")
     return "AITER_COMPAT_AMD_DIRECT=" + std::string(v) + " keeps AMD GPUs on the direct-load kernels";
   return "";
 }
@@ -154,13 +155,7 @@ std::vector<int> KernelRow::head_dims_on(const std::string& arch) const {
 }
 
 std::vector<std::string> KernelRow::functions_on(const std::string& arch) const {
-  if (!is_tiled(id) || !is_rdna_wmma_arch(arch)) return functions;
-  std::vector<std::string> kept;
-  for (const auto& f : functions)
-    for (int d : tiled_dims_on(id, arch))
-      if (f.size() > 3 && f.compare(f.size() - std::to_string(d).size() - 2, std::string::npos, "_d" + std::to_string(d)) == 0)
-        kept.push_back(f);
-  return kept;
+  return is_tiled(id) && is_rdna_wmma_arch(arch) ? tiled_names(id, tiled_dims_on(id, arch)) : functions;
 }
 
 bool KernelRow::built_for(const std::string& arch) const {
