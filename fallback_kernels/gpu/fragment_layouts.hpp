@@ -35,7 +35,13 @@
 //     register i / 2 (the halves hold alternate rows).
 //   RDNA4 (gfx12): A[i][k]: lane i + 16 (k / 8), element k % 8 (8 per lane, 4 registers); B
 //     likewise; D[i][j]: lane j + 16 (i / 8), register i % 8.
-// gfx1250's matrix instructions (16 x 16 x 32) are not used: the tiles there are not built.
+// gfx1250 (32-lane waves, v_wmma_f32_16x16x32_{bf16,f16}: M = N = 16, K = 32): RDNA4's operand
+// twice over along K. A[i][k]: lane i + 16 ((k / 8) % 2), element 8 (k / 16) + k % 8 (16 per lane,
+// 8 registers, two runs of 8 consecutive K values 16 apart); B likewise by column; D as RDNA4's.
+// (As AMD's own gfx1250 attention kernels load the operands: the lane's row, an 8-element chunk at
+// K offset 8 (lane / 16) and the next 16 further on; the ISA guide's tables were not at hand. The
+// host model checks the tiles against float64 over exactly this map; a wrong map would be caught
+// by the self-test on the GPU, which routes the calls away from the tiles.)
 #pragma once
 
 #if defined(__CUDACC__)
@@ -88,7 +94,7 @@ struct Mfma32K16 {
   AC_LAYOUT static int key_of_k(int k) { return 8 * ((k % 8) / 4) + 4 * (k / 8) + k % 4; }
 };
 
-// RDNA3 and RDNA4 WMMA, 16 x 16 x 16 (see the top of this file).
+// RDNA3 and RDNA4 WMMA, 16 x 16 x 16, and gfx1250's 16 x 16 x 32 (see the top of this file).
 struct WmmaRdna3 {
   static constexpr int kLanes = 32, kN = 16, kK = 16, kRegs = 8, kElems = 16, kRun = 1;
   AC_LAYOUT static int ab_index(int lane) { return lane % 16; }
@@ -103,20 +109,39 @@ struct WmmaRdna4 {
   AC_LAYOUT static int d_col(int lane) { return lane % 16; }
   AC_LAYOUT static int d_row(int lane, int r) { return 8 * (lane / 16) + r; }
 };
+struct WmmaGfx1250 {
+  static constexpr int kLanes = 32, kN = 16, kK = 32, kRegs = 8, kElems = 16, kRun = 8, kElemRun = 8;
+  AC_LAYOUT static int ab_index(int lane) { return lane % 16; }
+  AC_LAYOUT static int ab_k(int lane, int e) { return 16 * (e / 8) + 8 * (lane / 16) + e % 8; }
+  AC_LAYOUT static int d_col(int lane) { return lane % 16; }
+  AC_LAYOUT static int d_row(int lane, int r) { return 8 * (lane / 16) + r; }
+};
+
+// How many of a lane's A / B elements are consecutive K values (one vector read from LDS or
+// memory): kElemRun where the layout names it (gfx1250: two runs of 8), else all kElems. Run r
+// starts kElemRun r elements on, at K offset elem_run_k<L>(r) from the first.
+template <class L>
+constexpr int elem_run = [] {
+  if constexpr (requires { L::kElemRun; }) return L::kElemRun;
+  else return L::kElems;
+}();
+template <class L>
+AC_LAYOUT int elem_run_k(int r) { return L::ab_k(0, r * elem_run<L>) - L::ab_k(0, 0); }
 
 // The D registers of an S^T = K Q^T product that form the B operand (P^T, keys x queries) of
-// step `s` of O^T += V^T P^T (keys kK s .. kK s + kK - 1): element e of lane `lane`'s operand
-// is register p_reg(s, e) of lane `lane ^ p_lane_xor(lane, e)`. This is what lets the scores feed
-// the next product without leaving the registers: on MFMA and RDNA4 each lane's own registers
-// (MFMA 32 x 32: step s is registers 4 s .. 4 s + 3, on gfx950's 32x32x16 8 s .. 8 s + 7 over
-// the keys step_key names; 16 x 16 and RDNA4: one step); on RDNA3,
-// whose B operand holds all 16 keys in each half of the wave while D holds alternate rows in
-// each half, half the elements come from the lane 16 apart.
+// step `s` of O^T += V^T P^T (a wave's keys kK s .. kK s + kK - 1, its score elements numbered
+// over its key chunks: chunk c's register r is element kRegs c + r): element e of lane `lane`'s
+// operand is score element p_reg(s, e) of lane `lane ^ p_lane_xor(lane, e)`. This is what lets the
+// scores feed the next product without leaving the registers: on MFMA, RDNA4 and gfx1250 each
+// lane's own elements (MFMA 32 x 32: 4 per step, four steps a chunk; gfx950's 32x32x16 8 per
+// step over the keys step_key names; 16 x 16 and RDNA4: one step a chunk; gfx1250: one step two
+// chunks); on RDNA3, whose B operand holds all 16 keys in each half of the wave while D holds
+// alternate rows in each half, half the elements come from the lane 16 apart.
 template <class L>
-constexpr bool p_from_partner = L::kElems == 16;  // RDNA3
+constexpr bool p_from_partner = L::kElems == 16 && L::kK == 16;  // RDNA3
 template <class L>
 AC_LAYOUT int p_reg(int s, int e) {
-  if constexpr (p_from_partner<L>) return e / 2;
+  if constexpr (p_from_partner<L>) return L::kRegs * s + e / 2;
   else return L::kElems * s + e;
 }
 // The key (of step s's kK keys) that K index k of O^T += V^T P^T stands for: k itself, except
@@ -134,7 +159,7 @@ AC_LAYOUT int p_lane_xor(int lane, int e) {
 }
 
 // The AMD tiles' index maps (tiles_amd.hpp), over a wave's matrix layout L (Mfma<N>, WmmaRdna3,
-// WmmaRdna4): where each lane's operands come from in LDS and registers, and which key and dim
+// WmmaRdna4, WmmaGfx1250): where each lane's operands come from in LDS and registers, and which key and dim
 // each of its accumulator elements is. Each lane holds one query row of S^T and O^T (its D
 // column). kWarpKeys: keys of a tile each wave scores; kPitch: 16-bit elements per LDS row of K
 // (and of V when kVPitch is 0); kVPitch > 0: V is held transposed, kVPitch keys per dim row.
@@ -146,8 +171,8 @@ struct AmdTileMaps {
   AC_LAYOUT static int row(int warp_m, int lane) { return warp_m * kN + L::d_col(lane); }
   // Q^T as S^T's B operand: element e of step ks is dim ks kK + ab_k.
   AC_LAYOUT static int q_dim(int ks, int lane, int e) { return ks * L::kK + L::ab_k(lane, e); }
-  // K as S^T's A operand: the LDS offset of elements 0 .. kElems - 1 (consecutive) of key chunk
-  // ch, step ks.
+  // K as S^T's A operand: the LDS offset of element 0 of key chunk ch, step ks (its elements
+  // consecutive in runs of elem_run, elem_run_k apart).
   AC_LAYOUT static int k_offset(int warp_n, int ch, int ks, int lane) {
     return (warp_n * kWarpKeys + ch * kN + L::ab_index(lane)) * kPitch + ks * L::kK + L::ab_k(lane, 0);
   }
@@ -155,10 +180,10 @@ struct AmdTileMaps {
   AC_LAYOUT static int score_key(int warp_n, int lane, int e) {
     return warp_n * kWarpKeys + (e / L::kRegs) * kN + L::d_row(lane, e % L::kRegs);
   }
-  // V^T as O^T's A operand: the LDS offset of element e of dim block b, key chunk ch, step st
-  // (kElems keys of one dim: rows apart).
-  AC_LAYOUT static int v_offset(int warp_n, int b, int ch, int st, int lane, int e) {
-    return v_at(warp_n * kWarpKeys + ch * kN + st * L::kK + step_key<L>(L::ab_k(lane, e)), b * kN + L::ab_index(lane));
+  // V^T as O^T's A operand: the LDS offset of element e of dim block b, step st (the wave's keys
+  // kK st ..; kElems keys of one dim: rows apart, or consecutive runs when V is transposed).
+  AC_LAYOUT static int v_offset(int warp_n, int b, int st, int lane, int e) {
+    return v_at(warp_n * kWarpKeys + st * L::kK + step_key<L>(L::ab_k(lane, e)), b * kN + L::ab_index(lane));
   }
   // Where key `key`'s dim `dim` of V is in LDS. Transposed, an operand's kElems keys (consecutive
   // in ab_k) are consecutive elements.

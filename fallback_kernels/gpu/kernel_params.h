@@ -126,6 +126,18 @@ constexpr ac_tiled_shape ac_tiled_rows_shape_rdna(int head_dim) {
 constexpr ac_tiled_shape ac_tiled_keys_shape_rdna(int head_dim) {
   return ac_tiled_shape{1, 1, 4, 64, 1, head_dim, 2, 0, 32, 16, 2};
 }
+// gfx1250 (WMMA 16 x 16 x 32 on 32-lane waves; up to 1024 VGPRs a lane and 320 KiB of LDS a
+// workgroup): the RDNA blocks with each wave scoring a multiple of the instruction's 32 keys, 64
+// keys a tile in "rows" (two 32-key steps: half the barriers of RDNA's 32), 128 in "keys" (32 a
+// wave). Two waves a SIMD leave 512 VGPRs a lane: enough for head dims 64 and 128; at 256 the
+// row tiles keep one (1024 VGPRs: its 128 output, 64 query and 128 loaded-ahead registers spill
+// at 512).
+constexpr ac_tiled_shape ac_tiled_rows_shape_gfx1250(int head_dim) {
+  return ac_tiled_shape{4, 1, 1, 64, 1, head_dim, head_dim == 256 ? 1 : 2, 0, 32, 16, 2};
+}
+constexpr ac_tiled_shape ac_tiled_keys_shape_gfx1250(int head_dim) {
+  return ac_tiled_shape{1, 1, 4, 128, 1, head_dim, 2, 0, 32, 16, 2};
+}
 #endif
 
 typedef struct {

@@ -1,6 +1,7 @@
 // The AMD layer of the tiled attention kernels: the matrix instructions on 16-bit operands with
 // fp32 accumulators, bf16 and f16 (gfx90a, gfx942, gfx950: v_mfma_f32_32x32x8 (gfx950: _32x32x16) and _16x16x16;
-// RDNA3 gfx11 and RDNA4 gfx1200/gfx1201: v_wmma_f32_16x16x16 on 32-lane waves),
+// RDNA3 gfx11 and RDNA4 gfx1200/gfx1201: v_wmma_f32_16x16x16 on 32-lane waves; gfx1250:
+// v_wmma_f32_16x16x32 on 32-lane waves),
 // the packing of fp32 scores into 16-bit operands, and the few other operations the tiles need.
 // Which lane holds what is in fragment_layouts.hpp; the tiles (tiles_amd.hpp) are written over
 // that. Not run on an AMD GPU here: checked by reading the code objects
@@ -12,9 +13,12 @@
 #include "portability.hpp"
 
 #if defined(AC_AMD) && (defined(__gfx90a__) || defined(__gfx942__) || defined(__gfx950__) || defined(__GFX11__) || \
-                         defined(__gfx1200__) || defined(__gfx1201__))
+                         defined(__gfx1200__) || defined(__gfx1201__) || defined(__gfx1250__))
 #define AC_HAS_MATRIX_OPS 1
-#if defined(__GFX11__)
+#if defined(__gfx1250__)
+#define AC_HAS_WMMA 1
+namespace { using AmdLayoutRdna = ac_layout::WmmaGfx1250; }
+#elif defined(__GFX11__)
 #define AC_HAS_WMMA 1
 namespace { using AmdLayoutRdna = ac_layout::WmmaRdna3; }
 #elif defined(__GFX12__)
@@ -31,12 +35,13 @@ typedef __bf16 ac_b16x8 __attribute__((ext_vector_type(8)));
 typedef _Float16 ac_h16x8 __attribute__((ext_vector_type(8)));
 typedef short ac_i16x16 __attribute__((ext_vector_type(16)));
 typedef _Float16 ac_h16x16 __attribute__((ext_vector_type(16)));
+typedef __bf16 ac_b16x16 __attribute__((ext_vector_type(16)));
 typedef float ac_f32x16v __attribute__((ext_vector_type(16)));
 typedef float ac_f32x8v __attribute__((ext_vector_type(8)));
 typedef float ac_f32x4v __attribute__((ext_vector_type(4)));
 
 // The layout of a tile of N query rows on this arch: MFMA N x N on CDNA (gfx950's 32 x 32 the
-// double-K form: half the instructions per product), WMMA 16 x 16 on RDNA.
+// double-K form: half the instructions per product), WMMA 16 x 16 on RDNA and gfx1250.
 #if defined(__gfx950__)
 template <int N> struct AmdLayoutOf { using type = ac_layout::Mfma<N>; };
 template <> struct AmdLayoutOf<32> { using type = ac_layout::Mfma32K16; };
@@ -49,7 +54,7 @@ template <int N> using AmdLayout = AmdLayoutRdna;
 
 // kE 16-bit values (a row's K slice of an A operand, a column's of B), two per register, element
 // 0 in the low half of w[0]. WMMA's 8 or 16 values are read as 16-byte vectors (the launcher
-// requires 16-byte rows; LDS rows are padded by 16 bytes).
+// requires 16-byte rows; LDS rows are padded by 16 bytes), gfx1250's as two (elem_run).
 template <int kE> struct alignas(kE >= 8 ? 16 : 4) AmdFrag { uint32_t w[kE / 2]; };
 
 // The accumulator of one matrix instruction: N x N fp32 over the wave, kRegs per lane (a plain
@@ -103,6 +108,14 @@ template <typename T, class L> struct AmdMatrixOps : AmdPack<T> {
         d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(ac_h16x4, a),
                                                                               __builtin_bit_cast(ac_h16x4, b), c, 0, 0, 0));
     }
+#elif defined(__gfx1250__)
+    const ac_f32x8v c = __builtin_bit_cast(ac_f32x8v, d);  // (neg_a, A, neg_b, B, c_mod, C, reuse_a, reuse_b)
+    if constexpr (bf)
+      d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_wmma_f32_16x16x32_bf16(false, __builtin_bit_cast(ac_b16x16, a), false,
+                                                                              __builtin_bit_cast(ac_b16x16, b), 0, c, false, false));
+    else
+      d = __builtin_bit_cast(AmdAcc<L>, __builtin_amdgcn_wmma_f32_16x16x32_f16(false, __builtin_bit_cast(ac_h16x16, a), false,
+                                                                             __builtin_bit_cast(ac_h16x16, b), 0, c, false, false));
 #elif defined(__GFX11__)
     const ac_f32x8v c = __builtin_bit_cast(ac_f32x8v, d);
     if constexpr (bf)
@@ -135,5 +148,5 @@ AC_DEVICE float ac_load_sink_now(const void* sinks, int32_t type, int64_t index,
 AC_DEVICE int ac_lane() { return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
 
 #elif defined(AC_AMD)
-#define AC_HAS_MATRIX_OPS 0  // gfx1250: its 16 x 16 x 32 matrix instructions are not used
+#define AC_HAS_MATRIX_OPS 0  // an AMD arch without matrix tiles here: the direct-load kernels only
 #endif

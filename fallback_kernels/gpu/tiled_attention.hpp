@@ -1,7 +1,7 @@
 // Tiled attention on matrix instructions (FlashAttention-2 style), for prefill, extend and
 // decode, varlen or paged, with sinks, causal masks and sliding windows: the mainloop, written
 // once over an arch's tiles (tiles_nvidia.hpp: mma.sync and the sm_90a warpgroup MMA;
-// tiles_amd.hpp: MFMA on gfx90a, gfx942 and gfx950, WMMA on RDNA3 and RDNA4).
+// tiles_amd.hpp: MFMA on gfx90a, gfx942 and gfx950, WMMA on RDNA3, RDNA4 and gfx1250).
 //
 // A block takes one KV head of one sequence and a tile of "rows": row r is query token r / G,
 // head r % G of that KV head's group (G query heads), so the query heads of a group share every
@@ -319,6 +319,10 @@ AC_TILED_KERNELS(keys, ac_tiled_keys_shape)
 #if AC_HAS_WARPGROUP_MMA
 AC_TILED_KERNELS(wgmma, ac_tiled_wgmma_shape)
 #endif
+#elif defined(__gfx1250__)
+AC_TILED_KERNELS(rows, ac_tiled_rows_shape_gfx1250)
+AC_TILED_KERNELS_D256(rows, ac_tiled_rows_shape_gfx1250)
+AC_TILED_KERNELS(keys, ac_tiled_keys_shape_gfx1250)
 #elif defined(AC_HAS_WMMA)
 // The head dims whose WMMA tiles fit the registers without scratch (kernel_table.cpp,
 // tiled_dims_on): RDNA3 64, RDNA4 64 and 128.

@@ -1,5 +1,5 @@
 // The AMD tiles of the tiled attention kernels (gfx90a, gfx942, gfx950: 64-lane waves, MFMA;
-// RDNA3 gfx11 and RDNA4 gfx1200/gfx1201: 32-lane waves, WMMA 16 x 16 x 16), over the layouts of
+// RDNA3 gfx11 and RDNA4 gfx1200/gfx1201: 32-lane waves, WMMA 16 x 16 x 16; gfx1250: WMMA 16 x 16 x 32), over the layouts of
 // fragment_layouts.hpp: one type for every AMD family, the layout its only difference. The products run transposed, queries along the lanes:
 //   S^T = K Q^T   (A: K rows from LDS, B: Q^T in registers for the whole loop),
 //   O^T += V^T P^T (A: V^T read from LDS, B: P^T straight from S^T's accumulator registers),
@@ -42,11 +42,12 @@ struct AmdTiles {
   static constexpr int kKeyChunks = kWarpKeys / N;           // N-key score accumulators per wave
   static constexpr int kDimBlocks = D / N;                   // N-dim output accumulators
   static constexpr int kKSteps = D / L::kK;                  // S^T: instructions over the head dim
-  static constexpr int kPSteps = N / L::kK;                  // O^T: instructions over one chunk's keys
+  static constexpr int kPSteps = kWarpKeys / L::kK;          // O^T: instructions over the wave's keys
   static constexpr int kStoreRun = L::kRun >= 4 ? 4 : 1;     // consecutive output dims stored at once
   static constexpr int kChunks = D / 8;                      // 16-byte chunks per row
   static constexpr int kLoads = S.block_n * kChunks / kThreads;  // chunks per thread per tile, of K and of V
-  static_assert(S.lanes == L::kLanes && L::kN == N && S.m_tiles == 1 && S.stages == 1 && kWarpKeys % N == 0, "AMD tile shape");
+  static_assert(S.lanes == L::kLanes && L::kN == N && S.m_tiles == 1 && S.stages == 1 && kWarpKeys % N == 0 &&
+                kWarpKeys % L::kK == 0, "AMD tile shape");
   static_assert(S.block_n * kChunks % kThreads == 0 && (S.warps_m == 1 || S.warps_n == 1), "AMD tile shape");
   static constexpr bool kEarlySinks = S.warps_n > 1 && kBlockM <= kThreads;
   static constexpr bool kWarpgroup = false;
@@ -96,6 +97,24 @@ struct AmdTiles {
   Chunk kr[kLoads], vr[kLoads];  // the next tile's K and V chunks, on their way to LDS
   bool row_ok[kLoads];
 
+  // An A or B operand from LDS or memory at p (its element 0): one vector read per run of
+  // consecutive K values (fragment_layouts.hpp, elem_run: gfx1250's two runs, one elsewhere).
+  // One run: the operand in place (a reference, so that `ok ? read_frag(..) : Frag{}` is the
+  // plain conditional load it was before gfx1250, and compiles to the same code).
+  AC_DEVICE decltype(auto) read_frag(const uint16_t* p) {
+    constexpr int kRunElems = ac_layout::elem_run<L>;
+    if constexpr (kRunElems == L::kElems) {
+      return *reinterpret_cast<const Frag*>(p);
+    } else {
+      Frag f;
+#pragma unroll
+      for (int r = 0; r < L::kElems / kRunElems; ++r)
+        *reinterpret_cast<AmdFrag<kRunElems>*>(f.w + r * kRunElems / 2) =
+            *reinterpret_cast<const AmdFrag<kRunElems>*>(p + ac_layout::elem_run_k<L>(r));
+      return f;
+    }
+  }
+
   AC_MEMBER void setup(unsigned char* smem) {
     k_s = reinterpret_cast<uint16_t*>(smem);
     v_s = k_s + S.block_n * kPitch;
@@ -128,7 +147,7 @@ struct AmdTiles {
     const uint16_t* base = static_cast<const uint16_t*>(c.p.q) + row;
 #pragma unroll
     for (int s = 0; s < kKSteps; ++s)
-      q[s] = ok ? *reinterpret_cast<const Frag*>(base + Map::q_dim(s, lane, 0)) : Frag{};
+      q[s] = ok ? read_frag(base + Map::q_dim(s, lane, 0)) : Frag{};
     if constexpr (kKv8 && ac_same<T, F16>::value && S.warps_n > 1) {
       // bf16 queries into the decode tiles' f16 (fp8_device.hpp, ac_q_unscale): each wave holds
       // the block's whole Q, so a wave-wide maximum is the block's.
@@ -233,52 +252,47 @@ struct AmdTiles {
       for (int r = 0; r < L::kRegs; ++r) s.v[ch].v[r] = 0.f;
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks)
-        mm.mma(s.v[ch], *reinterpret_cast<const Frag*>(k_s + Map::k_offset(warp_n, ch, ks, lane)), q[ks]);
+        mm.mma(s.v[ch], read_frag(k_s + Map::k_offset(warp_n, ch, ks, lane)), q[ks]);
     }
   }
 
-  // O^T += V^T P^T: P^T's B operand is the score chunk's registers p_reg(st, e) (fragment_layouts.hpp),
-  // half of them from the lane 16 apart on RDNA3; V^T's A operand is kElems keys of one dim, read
-  // from LDS.
+  // O^T += V^T P^T: P^T's B operand is the wave's score elements p_reg(st, e) (fragment_layouts.hpp;
+  // gfx1250's 32-key steps take two chunks), half of them from the lane 16 apart on RDNA3; V^T's
+  // A operand is kElems keys of one dim, read from LDS.
   AC_MEMBER void accumulate(Out& o, Scores& s, int32_t, int lane) {
     AmdMatrixOps<T, L> mm;
     const int warp_n = ac_thread_x() / kLanes / S.warps_m;
-    Frag pb[kKeyChunks][kPSteps];
+    Frag pb[kPSteps];
 #pragma unroll
-    for (int ch = 0; ch < kKeyChunks; ++ch) {
-      const float* x = s.v[ch].v;
-      float partner[L::kRegs];  // RDNA3: the registers of the lane 16 apart
+    for (int st = 0; st < kPSteps; ++st) {
+      float partner[L::kRegs];  // RDNA3 (a step is one chunk there): the lane 16 apart's registers of it
       if constexpr (ac_layout::p_from_partner<L>)
 #pragma unroll
-        for (int r = 0; r < L::kRegs; ++r) partner[r] = ac_shfl_xor(x[r], 16);
+        for (int r = 0; r < L::kRegs; ++r) partner[r] = ac_shfl_xor(at(s, L::kRegs * st + r), 16);
 #pragma unroll
-      for (int st = 0; st < kPSteps; ++st)
-#pragma unroll
-        for (int i = 0; i < L::kElems / 2; ++i) {
-          auto elem = [&](int e) {
-            const int r = ac_layout::p_reg<L>(st, e);
-            if constexpr (ac_layout::p_from_partner<L>) return ac_layout::p_lane_xor<L>(lane, e) ? partner[r] : x[r];
-            else return x[r];
-          };
-          pb[ch][st].w[i] = mm.pack2(elem(2 * i), elem(2 * i + 1));
-        }
+      for (int i = 0; i < L::kElems / 2; ++i) {
+        auto elem = [&](int e) {
+          const int x = ac_layout::p_reg<L>(st, e);
+          if constexpr (ac_layout::p_from_partner<L>) return ac_layout::p_lane_xor<L>(lane, e) ? partner[x - L::kRegs * st] : at(s, x);
+          else return at(s, x);
+        };
+        pb[st].w[i] = mm.pack2(elem(2 * i), elem(2 * i + 1));
+      }
     }
 #pragma unroll
     for (int b = 0; b < kDimBlocks; ++b)
 #pragma unroll
-      for (int ch = 0; ch < kKeyChunks; ++ch)
+      for (int st = 0; st < kPSteps; ++st) {
+        if constexpr (Map::kVTransposed) {
+          mm.mma(o.v[b], read_frag(v_s + Map::v_offset(warp_n, b, st, lane, 0)), pb[st]);
+        } else {
+          auto at_v = [&](int e) { return static_cast<uint32_t>(v_s[Map::v_offset(warp_n, b, st, lane, e)]); };
+          Frag a;
 #pragma unroll
-        for (int st = 0; st < kPSteps; ++st) {
-          if constexpr (Map::kVTransposed) {
-            mm.mma(o.v[b], *reinterpret_cast<const Frag*>(v_s + Map::v_offset(warp_n, b, ch, st, lane, 0)), pb[ch][st]);
-          } else {
-            auto at = [&](int e) { return static_cast<uint32_t>(v_s[Map::v_offset(warp_n, b, ch, st, lane, e)]); };
-            Frag a;
-#pragma unroll
-            for (int i = 0; i < L::kElems / 2; ++i) a.w[i] = at(2 * i) | at(2 * i + 1) << 16;
-            mm.mma(o.v[b], a, pb[ch][st]);
-          }
+          for (int i = 0; i < L::kElems / 2; ++i) a.w[i] = at_v(2 * i) | at_v(2 * i + 1) << 16;
+          mm.mma(o.v[b], a, pb[st]);
         }
+      }
   }
 
   AC_MEMBER void drain() { ac_sync(); }

@@ -132,7 +132,11 @@ bool is_rdna_wmma_arch(const std::string& arch) {
   return arch.rfind("gfx11", 0) == 0 || (arch.rfind("gfx12", 0) == 0 && arch.rfind("gfx125", 0) != 0);
 }
 
+static bool is_gfx1250(const std::string& arch) { return arch.rfind("gfx125", 0) == 0; }
+
 ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch) {
+  if (is_gfx1250(arch))
+    return id == KernelId::tiled_keys ? ac_tiled_keys_shape_gfx1250(head_dim) : ac_tiled_rows_shape_gfx1250(head_dim);
   if (is_rdna_wmma_arch(arch))
     return id == KernelId::tiled_keys ? ac_tiled_keys_shape_rdna(head_dim) : ac_tiled_rows_shape_rdna(head_dim);
   if (is_amd_arch(arch)) return id == KernelId::tiled_keys ? ac_tiled_keys_shape_amd(head_dim) : ac_tiled_rows_shape_amd(head_dim);
@@ -177,8 +181,8 @@ const std::vector<KernelRow>& kernel_rows() {
     const std::vector<int> all = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_BF16_KV8, AC_KTYPE_F16_KV8};
     const std::vector<int> plain = {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16};  // merge_attn_states' types
     std::vector<KernelRow> r;
-    // mma.sync, MFMA (CDNA), WMMA (RDNA3, RDNA4). gfx1250 gets the direct-load kernels only.
-    const std::vector<std::string> matrix_archs = {"sm_", "gfx90a", "gfx942", "gfx950", "gfx11", "gfx1200", "gfx1201"};
+    // mma.sync, MFMA (CDNA), WMMA (RDNA3, RDNA4: 16 x 16 x 16; gfx1250: 16 x 16 x 32).
+    const std::vector<std::string> matrix_archs = {"sm_", "gfx90a", "gfx942", "gfx950", "gfx11", "gfx1200", "gfx1201", "gfx1250"};
     r.push_back({K::tiled_keys, "tiled_keys", "matrix-instruction tiles (mma.sync, MFMA, WMMA), all warps on one 16-row tile (decode)",
                  KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, kSoftcap, matrix_archs, tiled_names(K::tiled_keys)});
     r.push_back({K::tiled_wgmma, "tiled_wgmma", "row tiles on Hopper's warpgroup MMA (prefill, extend)",

@@ -5,14 +5,15 @@
 //     budget below was bought with memory traffic;
 //   - every kernel fits 256 registers (VGPRs + AGPRs), so that two waves share a SIMD; a
 //     tiled shape that asks for one wave per SIMD (head dim 256's rows: kernel_params.h) 512
-//     on CDNA; 256 VGPRs on RDNA (a wave's most);
-//   - every tiled kernel has the arch's matrix instructions, v_mfma on CDNA, v_wmma on RDNA3 and
-//     RDNA4, and no other kind (it is the matrix-instruction path, not a scalar fallback the
-//     compiler made of it);
+//     on CDNA; 256 VGPRs on RDNA3/RDNA4 (a wave's most); on gfx1250, whose waves address 1024
+//     VGPRs, 512 at two waves per SIMD and 1024 at one;
+//   - every tiled kernel has the arch's matrix instructions, v_mfma on CDNA, v_wmma on RDNA3,
+//     RDNA4 and gfx1250 (its 16 x 16 x 32 forms alone there), and no other kind (it is the
+//     matrix-instruction path, not a scalar fallback the compiler made of it);
 //   - LDS, static plus the dynamic size the launcher requests (the kernel table's shape), is
-//     within the arch's budget: 64 KiB per workgroup on gfx90a and gfx942, 160 KiB on gfx950;
-//   - the wavefront size is the arch's: 64 on CDNA (gfx9), 32 on RDNA3/RDNA4 and gfx1250, whose
-//     code object carries the direct-load kernels alone (no tiled kernel, no matrix instruction).
+//     within the arch's budget: 64 KiB per workgroup on gfx90a, gfx942 and RDNA, 160 KiB on
+//     gfx950, 320 KiB on gfx1250;
+//   - the wavefront size is the arch's: 64 on CDNA (gfx9), 32 on RDNA3/RDNA4 and gfx1250.
 // It prints the per-kernel table docs/kernel-notes.md quotes.
 #include <gtest/gtest.h>
 
@@ -105,7 +106,11 @@ bool tiled_kernel(const std::string& name, gpu::KernelId* id, int* head_dim) {
   return true;
 }
 
-int lds_budget(const std::string& arch) { return arch == "gfx950" ? 160 * 1024 : 64 * 1024; }
+bool gfx1250(const std::string& arch) { return arch.rfind("gfx125", 0) == 0; }
+int lds_budget(const std::string& arch) { return arch == "gfx950" ? 160 * 1024 : gfx1250(arch) ? 320 * 1024 : 64 * 1024; }
+// The registers a lane of one SIMD holds, shared by its waves: 512 (VGPRs + AGPRs) on CDNA, 1024
+// VGPRs on gfx1250.
+int register_file(const std::string& arch) { return gfx1250(arch) ? 1024 : 512; }
 
 // CDNA (gfx9) runs 64-lane waves; RDNA (gfx10-12) and gfx1250 the kernels' 32-lane ones.
 bool cdna(const std::string& arch) { return arch.rfind("gfx9", 0) == 0; }
@@ -145,6 +150,7 @@ TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
     const auto kernels = read_notes(run(readelf + " --notes " + path));
     const std::string text = run(objdump + " -d --no-show-raw-insn " + path);
     const auto mfma = count_instructions(text, "v_mfma"), wmma = count_instructions(text, "v_wmma");
+    const auto k32 = count_instructions(text, "v_wmma_f32_16x16x32_");
     // The tiled kernels' instruction on this arch, and the one it must not hold.
     const auto& matrix = cdna(arch) ? mfma : wmma;
     const auto& other = cdna(arch) ? wmma : mfma;
@@ -176,7 +182,7 @@ TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
         EXPECT_NE(std::find(listed.begin(), listed.end(), name), listed.end())
             << arch << " " << name << ": a tiled kernel at a head dim the kernel table does not offer on this arch";
       }
-      if (!cdna(arch)) {
+      if (!cdna(arch) && !gfx1250(arch)) {
         EXPECT_LE(k.vgpr, 256) << arch << " " << name << ": VGPRs (a wave's most on RDNA)";
       }
       EXPECT_EQ(k.scratch, 0) << arch << " " << name << ": private segment (scratch) bytes";
@@ -184,9 +190,9 @@ TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
       EXPECT_EQ(k.vgpr_spill, 0) << arch << " " << name << ": VGPRs spilled";
       // The waves per SIMD the kernel is built for (amdgpu_waves_per_eu: tiled_attention.hpp).
       const int waves_wanted = tiled ? shape.waves_per_simd() : 2;
-      EXPECT_LE(k.vgpr + k.agpr, 512 / waves_wanted)
-          << arch << " " << name << ": VGPRs " << k.vgpr << " + AGPRs " << k.agpr << " (" << waves_wanted
-          << " waves per SIMD need at most " << 512 / waves_wanted << ")";
+      const int most = register_file(arch) / waves_wanted;
+      EXPECT_LE(k.vgpr + k.agpr, most) << arch << " " << name << ": VGPRs " << k.vgpr << " + AGPRs " << k.agpr << " ("
+                                       << waves_wanted << " waves per SIMD need at most " << most << ")";
       // The row tiles reach the waves their shape is built for, registers and LDS both counted
       // (the keys shape at head dim 128 is held to one by its LDS: docs/amd-kernels.md).
       if (cdna(arch) && tiled && id == gpu::KernelId::tiled_rows) {
@@ -197,6 +203,9 @@ TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
                                                    << dynamic << " over the workgroup budget " << lds_budget(arch);
       if (tiled) {
         EXPECT_GT(n_matrix, 0) << arch << " " << name << ": a tiled kernel without " << matrix_name << " instructions";
+        if (gfx1250(arch)) {
+          EXPECT_EQ(k32.count(name) ? k32.at(name) : 0, n_matrix) << arch << " " << name << ": WMMA other than 16 x 16 x 32";
+        }
       } else {
         EXPECT_EQ(n_matrix, 0) << arch << " " << name << ": " << matrix_name << " in a direct-load kernel";
       }
@@ -267,7 +276,7 @@ TEST(AmdKernelRows, DirectLoadSwitchIsAReasonOnAmdOnly) {
   EXPECT_TRUE(rows.route_reasons(q).empty()) << ::testing::PrintToString(rows.route_reasons(q));
   EXPECT_EQ(gpu::tiled_shape(gpu::KernelId::tiled_rows, 64, "gfx942").lanes, 64);
   EXPECT_EQ(gpu::tiled_shape(gpu::KernelId::tiled_rows, 64, "sm_90").lanes, 32);
-  // RDNA3 and RDNA4 take the WMMA shapes (32-lane waves, 16-row tiles); gfx1250 no tiles.
+  // RDNA3, RDNA4 and gfx1250 take the WMMA shapes (32-lane waves, 16-row tiles).
   for (const char* rdna : {"gfx1100", "gfx1151", "gfx1200", "gfx1201"}) {
     SCOPED_TRACE(rdna);
     EXPECT_TRUE(gpu::is_rdna_wmma_arch(rdna));
@@ -298,7 +307,23 @@ TEST(AmdKernelRows, DirectLoadSwitchIsAReasonOnAmdOnly) {
   EXPECT_EQ(rows.functions_on("gfx942"), rows.functions);
   EXPECT_FALSE(gpu::is_rdna_wmma_arch("gfx1250"));
   EXPECT_FALSE(gpu::is_rdna_wmma_arch("gfx942"));
-  EXPECT_FALSE(rows.built_for("gfx1250"));
+  // gfx1250: every head dim (its waves hold 1024 VGPRs), each wave a multiple of the
+  // instruction's 32 keys.
+  EXPECT_TRUE(rows.built_for("gfx1250"));
+  EXPECT_EQ(rows.head_dims_on("gfx1250"), (std::vector<int>{64, 128, 256}));
+  EXPECT_EQ(rows.functions_on("gfx1250"), rows.functions);
+  EXPECT_EQ(gpu::kernel_row(gpu::KernelId::tiled_keys).head_dims_on("gfx1250"), (std::vector<int>{64, 128}));
+  for (auto id : {gpu::KernelId::tiled_rows, gpu::KernelId::tiled_keys})
+    for (int d : {64, 128}) {
+      const ac_tiled_shape s = gpu::tiled_shape(id, d, "gfx1250");
+      EXPECT_EQ(s.lanes, 32);
+      EXPECT_EQ(s.tile_rows, 16);
+      EXPECT_EQ(s.block_n / s.warps_n % 32, 0) << "keys per wave: whole 16 x 16 x 32 steps";
+    }
+  gpu::KernelQuery gfx1250_256 = q;
+  gfx1250_256.arch = "gfx1250", gfx1250_256.head_dim = gfx1250_256.head_dim_v = 256;
+  EXPECT_TRUE(rows.route_reasons(gfx1250_256).empty()) << ::testing::PrintToString(rows.route_reasons(gfx1250_256));
+  EXPECT_FALSE(gpu::kernel_row(gpu::KernelId::tiled_wgmma).built_for("gfx1250"));
   setenv("AITER_COMPAT_AMD_DIRECT", "1", 1);
   const auto why = rows.route_reasons(q);
   q.arch = "sm_90";

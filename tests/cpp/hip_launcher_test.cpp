@@ -142,8 +142,8 @@ TEST(HipLauncher, DecodeOnGfx942) {
 }
 
 // A split decode on a stand-in device of `arch` (the arch is read once per process: one arch per
-// test): RDNA3 and RDNA4 run it on the WMMA "keys" tiles (four 32-lane waves over the keys of one
-// 16-row tile) unless AITER_COMPAT_AMD_DIRECT=1; gfx1250, with no tiles built, on the direct-load
+// test): RDNA3, RDNA4 and gfx1250 run it on the WMMA "keys" tiles (four 32-lane waves over the
+// keys of one 16-row tile) unless AITER_COMPAT_AMD_DIRECT=1, when it goes to the direct-load
 // kernel; the split merge after it; the module loaded is the arch's own code object.
 static void expect_split_decode_on(const char* arch, bool wmma) {
   if (!built_for(arch)) GTEST_SKIP() << "no " << arch << " code object in this build (no clang with AMDGPU support)";
@@ -164,7 +164,7 @@ static void expect_split_decode_on(const char* arch, bool wmma) {
   const char* direct = std::getenv("AITER_COMPAT_AMD_DIRECT");
   if (wmma && !(direct && std::string(direct) == "1")) {
     EXPECT_STREQ(launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
-    EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(ac_tiled_keys_shape_rdna(64).threads()));
+    EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(gpu::tiled_shape(gpu::KernelId::tiled_keys, 64, arch).threads()));
     EXPECT_EQ(launch(0)->block[0], 128u);
     EXPECT_EQ(launch(0)->grid[1], 8u);  // KV heads
   } else {
@@ -178,18 +178,18 @@ static void expect_split_decode_on(const char* arch, bool wmma) {
   for (const auto& o : code_objects())
     if (std::string(o.arch) == arch) want = o.data;
   EXPECT_EQ(image, want) << "the module loaded is not " << arch << "'s code object";
-  // Head dim 128: RDNA4's WMMA tiles take it, RDNA3's are not built there (kernel_table.cpp,
-  // tiled_dims_on): the direct-load decode.
+  // Head dim 128: RDNA4's and gfx1250's WMMA tiles take it, RDNA3's are not built there
+  // (kernel_table.cpp, tiled_dims_on): the direct-load decode.
   SplitDecodeAt<128> wide;
   run_gpu(wide.args(), nullptr);
   ASSERT_EQ(count(), 4);
-  const bool rdna4_tiles = wmma && std::string(arch).rfind("gfx12", 0) == 0 && !(direct && std::string(direct) == "1");
-  EXPECT_STREQ(launch(2)->name, rdna4_tiles ? "ac_tiled_keys_paged_bf16_d128" : "ac_decode_bf16_d128");
+  const bool tiles_128 = wmma && std::string(arch).rfind("gfx12", 0) == 0 && !(direct && std::string(direct) == "1");
+  EXPECT_STREQ(launch(2)->name, tiles_128 ? "ac_tiled_keys_paged_bf16_d128" : "ac_decode_bf16_d128");
   EXPECT_STREQ(launch(3)->name, "ac_merge_bf16");
 }
 TEST(HipLauncher, DecodeOnRdna4TakesTheWmmaTiles) { expect_split_decode_on("gfx1201", true); }
 TEST(HipLauncher, DecodeOnRdna3TakesTheWmmaTiles) { expect_split_decode_on("gfx1100", true); }
-TEST(HipLauncher, DecodeOnGfx1250TakesTheDirectLoadKernels) { expect_split_decode_on("gfx1250", false); }
+TEST(HipLauncher, DecodeOnGfx1250TakesTheWmmaTiles) { expect_split_decode_on("gfx1250", true); }
 
 // Head dim 256 on gfx942: the MFMA row tiles take decode rows too (no keys shape or direct
 // decode kernel is built for 256), at the shape's 256 threads; a call they cannot launch (an

@@ -56,6 +56,8 @@ namespace {
 // D[i][j] in lane j + 16 (i % 2), register i / 2.
 // RDNA4 v_wmma_f32_16x16x16 (wave32): A[i][k] in lane i + 16 (k / 8), element k % 8; D[i][j] in
 // lane j + 16 (i / 8), register i % 8.
+// gfx1250 v_wmma_f32_16x16x32 (wave32): A[i][k] in lane i + 16 ((k / 8) % 2), element
+// 8 (k / 16) + k % 8; D as RDNA4's.
 template <class L> struct DocLayout;
 template <int N> struct DocLayout<ac_layout::Mfma<N>> {
   static constexpr int kLanes = 64, kK = N == 32 ? 8 : 16, kRegs = N == 32 ? 16 : 4, kElems = 4, kN = N;
@@ -95,6 +97,22 @@ template <> struct DocLayout<ac_layout::WmmaRdna4> {
   static int d_lane(int i, int j) { return j + 16 * (i / 8); }
   static int d_reg(int i, int) { return i % 8; }
 };
+template <> struct DocLayout<ac_layout::WmmaGfx1250> {
+  static constexpr int kLanes = 32, kK = 32, kRegs = 8, kElems = 16, kN = 16;
+  static constexpr bool kReplicated = false;
+  static int a_lane(int i, int k) { return i + 16 * ((k / 8) % 2); }
+  static int b_lane(int k, int j) { return j + 16 * ((k / 8) % 2); }
+  static int ab_elem(int k) { return 8 * (k / 16) + k % 8; }
+  static int d_lane(int i, int j) { return j + 16 * (i / 8); }
+  static int d_reg(int i, int) { return i % 8; }
+};
+
+// Where the kernel reads element e of an operand whose element 0 is at `base` (tiles_amd.hpp,
+// read_frag): runs of elem_run consecutive values, elem_run_k apart.
+template <class L>
+int frag_at(int base, int e) {
+  return base + ac_layout::elem_run_k<L>(e / ac_layout::elem_run<L>) + e % ac_layout::elem_run<L>;
+}
 
 using Operand = std::vector<std::array<float, 16>>;  // [lane][element]
 using Accum = std::vector<std::array<float, 16>>;    // [lane][register]
@@ -158,8 +176,9 @@ void expect_layouts_match_documentation() {
       EXPECT_EQ(Doc::a_lane(idx, k), Doc::kReplicated ? lane % 16 : lane) << "A[" << idx << "][" << k << "]";
       EXPECT_EQ(Doc::b_lane(k, idx), Doc::kReplicated ? lane % 16 : lane) << "B[" << k << "][" << idx << "]";
       EXPECT_EQ(Doc::ab_elem(k), e);
-      // The elements of one lane are consecutive K values (one load from LDS).
-      EXPECT_EQ(k, L::ab_k(lane, 0) + e);
+      // The elements of one lane are runs of consecutive K values (one load from LDS each),
+      // where read_frag reads them.
+      EXPECT_EQ(k, frag_at<L>(L::ab_k(lane, 0), e));
     }
   // D: (lane, register) -> (row, column) is a bijection and the documentation's inverse.
   std::vector<int> seen(N * N, 0);
@@ -187,12 +206,16 @@ void expect_layouts_match_documentation() {
     ++keys[key];
   }
   for (int x : keys) EXPECT_EQ(x, 1);
-  for (int s = 0; s < N / L::kK; ++s)
+  // The score elements are numbered over a wave's chunks (chunk c's register r: kRegs c + r,
+  // key N c + d_row); two chunks' worth of steps (gfx1250's one step spans two).
+  const int steps = 2 * std::max(N, L::kK) / L::kK;
+  for (int s = 0; s < steps; ++s)
     for (int lane = 0; lane < L::kLanes; ++lane)
       for (int e = 0; e < L::kElems; ++e) {
-        const int r = ac_layout::p_reg<L>(s, e), src = lane ^ ac_layout::p_lane_xor<L>(lane, e);
-        ASSERT_TRUE(r >= 0 && r < L::kRegs && src >= 0 && src < L::kLanes);
-        EXPECT_EQ(L::d_row(src, r), L::kK * s + ac_layout::step_key<L>(L::ab_k(lane, e)))
+        const int x = ac_layout::p_reg<L>(s, e), src = lane ^ ac_layout::p_lane_xor<L>(lane, e);
+        const int chunk = x / L::kRegs, r = x % L::kRegs;
+        ASSERT_TRUE(x >= 0 && chunk < steps * L::kK / N && src >= 0 && src < L::kLanes);
+        EXPECT_EQ(N * chunk + L::d_row(src, r), L::kK * s + ac_layout::step_key<L>(L::ab_k(lane, e)))
             << "step " << s << " lane " << lane << " e " << e;
         EXPECT_EQ(L::d_col(src), L::ab_index(lane));
       }
@@ -203,6 +226,7 @@ TEST(MfmaModel, LayoutsMatchTheIsaGuide16x16x16) { expect_layouts_match_document
 TEST(MfmaModel, LayoutsMatchTheIsaGuideGfx950_32x32x16) { expect_layouts_match_documentation<ac_layout::Mfma32K16>(); }
 TEST(MfmaModel, LayoutsMatchTheIsaGuideRdna3Wmma) { expect_layouts_match_documentation<ac_layout::WmmaRdna3>(); }
 TEST(MfmaModel, LayoutsMatchTheIsaGuideRdna4Wmma) { expect_layouts_match_documentation<ac_layout::WmmaRdna4>(); }
+TEST(MfmaModel, LayoutsMatchTheDocumentedGfx1250Wmma) { expect_layouts_match_documentation<ac_layout::WmmaGfx1250>(); }
 
 // The modelled instruction against a plain matrix product (small integers: exact in every type).
 template <class L>
@@ -234,6 +258,7 @@ TEST(MfmaModel, InstructionIsAMatmul16) { expect_instruction_is_a_matmul<ac_layo
 TEST(MfmaModel, InstructionIsAMatmulGfx950_32x32x16) { expect_instruction_is_a_matmul<ac_layout::Mfma32K16>(); }
 TEST(MfmaModel, InstructionIsAMatmulRdna3Wmma) { expect_instruction_is_a_matmul<ac_layout::WmmaRdna3>(); }
 TEST(MfmaModel, InstructionIsAMatmulRdna4Wmma) { expect_instruction_is_a_matmul<ac_layout::WmmaRdna4>(); }
+TEST(MfmaModel, InstructionIsAMatmulGfx1250Wmma) { expect_instruction_is_a_matmul<ac_layout::WmmaGfx1250>(); }
 
 // A wave whose halves disagree on RDNA3's A operand is caught (the model would otherwise read
 // one half only, and a kernel loading different data into each half would pass unseen).
@@ -322,7 +347,7 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
   constexpr int N = S.tile_rows, D = S.head_dim, kWarpKeys = S.block_n / S.warps_n, kPitch = S.row_pitch();
   constexpr int W = L::kLanes;
   using Map = ac_layout::AmdTileMaps<L, kWarpKeys, kPitch, S.v_pitch()>;
-  constexpr int kKeyChunks = kWarpKeys / N, kDimBlocks = D / N, kKSteps = D / L::kK, kPSteps = N / L::kK;
+  constexpr int kKeyChunks = kWarpKeys / N, kDimBlocks = D / N, kKSteps = D / L::kK, kPSteps = kWarpKeys / L::kK;
   constexpr int kBlockM = S.block_m(), kWaves = S.warps_m * S.warps_n;
   constexpr float kLog2e = 1.4426950408889634f;
   static_assert(S.lanes == W && L::kN == N && S.m_tiles == 1 && S.amd);
@@ -363,7 +388,7 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
         for (int lane = 0; lane < W; ++lane) {
           const int flat = row0 + Map::row(warp_m, lane);
           for (int e = 0; e < L::kElems; ++e)
-            wv.q[ks][lane][e] = flat < rows_total ? x.q[static_cast<size_t>(flat) * D + Map::q_dim(ks, lane, e)] : 0.f;
+            wv.q[ks][lane][e] = flat < rows_total ? x.q[static_cast<size_t>(flat) * D + frag_at<L>(Map::q_dim(ks, lane, 0), e)] : 0.f;
         }
       }
     }
@@ -392,7 +417,7 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
           for (int ks = 0; ks < kKSteps; ++ks) {
             Operand a = operand(W);
             for (int lane = 0; lane < W; ++lane)
-              for (int e = 0; e < L::kElems; ++e) a[lane][e] = k_s[Map::k_offset(warp_n, ch, ks, lane) + e];
+              for (int e = 0; e < L::kElems; ++e) a[lane][e] = k_s[frag_at<L>(Map::k_offset(warp_n, ch, ks, lane), e)];
             matrix_op<L>(sc[ch], a, wv.q[ks]);
           }
         }
@@ -422,19 +447,19 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
           for (int b = 0; b < kDimBlocks; ++b)
             for (int reg = 0; reg < L::kRegs; ++reg) wv.o[b][lane][reg] *= corr;
         }
-        // O^T += V^T P^T, P^T from the score registers (p_reg, of the lane p_lane_xor apart),
-        // rounded to the type.
+        // O^T += V^T P^T, P^T from the score elements (p_reg, of the lane p_lane_xor apart),
+        // rounded to the type; V^T read as the kernel does (runs from element 0 when transposed).
         for (int b = 0; b < kDimBlocks; ++b)
-          for (int ch = 0; ch < kKeyChunks; ++ch)
-            for (int st = 0; st < kPSteps; ++st) {
-              Operand a = operand(W), p = operand(W);
-              for (int lane = 0; lane < W; ++lane)
-                for (int e = 0; e < L::kElems; ++e) {
-                  a[lane][e] = v_s[Map::v_offset(warp_n, b, ch, st, lane, e)];
-                  p[lane][e] = r16(sc[ch][lane ^ ac_layout::p_lane_xor<L>(lane, e)][ac_layout::p_reg<L>(st, e)]);
-                }
-              matrix_op<L>(wv.o[b], a, p);
-            }
+          for (int st = 0; st < kPSteps; ++st) {
+            Operand a = operand(W), p = operand(W);
+            for (int lane = 0; lane < W; ++lane)
+              for (int e = 0; e < L::kElems; ++e) {
+                a[lane][e] = v_s[Map::kVTransposed ? frag_at<L>(Map::v_offset(warp_n, b, st, lane, 0), e)
+                                                   : Map::v_offset(warp_n, b, st, lane, e)];
+                p[lane][e] = r16(score(lane ^ ac_layout::p_lane_xor<L>(lane, e), ac_layout::p_reg<L>(st, e)));
+              }
+            matrix_op<L>(wv.o[b], a, p);
+          }
       }
     }
     // Epilogue: the waves over keys (S.warps_n) combined per row; the sink entered once.
@@ -626,6 +651,57 @@ TEST(MfmaModel, Rdna4RowTilesD128Causal) {
 }
 TEST(MfmaModel, Rdna4KeyTilesEverythingMaskedButTheSink) {
   expect_tiles_match_reference<ac_tiled_keys_shape_rdna(64), WmmaRdna4>({1, 40, 4, 0, true, -1, true, 0, 40, false});
+}
+
+// gfx1250 (WMMA 16 x 16 x 32 on 32-lane waves, two runs of 8 per operand, one 32-key step over two
+// score chunks): its shapes at every head dim they are built at.
+using ac_layout::WmmaGfx1250;
+TEST(MfmaModel, Gfx1250RowTilesD64CausalPartialSinks) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_gfx1250(64), WmmaGfx1250>({37, 101, 4, 0, true, -1, true, -1, -1, false});
+}
+TEST(MfmaModel, Gfx1250RowTilesD128PagedHoleSplitsMergedF16) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_gfx1250(128), WmmaGfx1250>({20, 390, 3, 0, false, -1, true, 33, 49, true, 3});
+}
+TEST(MfmaModel, Gfx1250RowTilesD256WindowF16) {
+  expect_tiles_match_reference<ac_tiled_rows_shape_gfx1250(256), WmmaGfx1250>({45, 150, 2, 0, true, 40, true, -1, -1, true});
+}
+TEST(MfmaModel, Gfx1250KeyTilesD64DecodeGroup8SplitsMerged) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_gfx1250(64), WmmaGfx1250>({1, 300, 8, 0, true, -1, true, -1, -1, false, 2});
+}
+TEST(MfmaModel, Gfx1250KeyTilesD128WindowHoleF16) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_gfx1250(128), WmmaGfx1250>({2, 211, 5, 0, true, 127, true, 64, 80, true});
+}
+TEST(MfmaModel, Gfx1250KeyTilesEverythingMaskedButTheSink) {
+  expect_tiles_match_reference<ac_tiled_keys_shape_gfx1250(64), WmmaGfx1250>({1, 40, 4, 0, true, -1, true, 0, 40, false});
+}
+// Reading a gfx1250 operand as RDNA4's one run of consecutive K values, 16 long (the obvious
+// extension of its 16 x 16 x 16 layout), feeds the instruction the wrong dims and keys: caught by
+// the layout check and by the tiles against the reference.
+struct Gfx1250OneRun {
+  using M = ac_layout::WmmaGfx1250;
+  static constexpr int kLanes = M::kLanes, kN = M::kN, kK = M::kK, kRegs = M::kRegs, kElems = M::kElems, kRun = M::kRun;
+  static int ab_index(int lane) { return M::ab_index(lane); }
+  static int ab_k(int lane, int e) { return 16 * (lane / 16) + e; }
+  static int d_col(int lane) { return M::d_col(lane); }
+  static int d_row(int lane, int r) { return M::d_row(lane, r); }
+};
+template <> struct DocLayout<Gfx1250OneRun> : DocLayout<WmmaGfx1250> {};
+TEST(MfmaModel, Gfx1250ReadAsOneRunIsCaught) {
+  ::testing::TestPartResultArray layout, tiles;
+  {
+    ::testing::ScopedFakeTestPartResultReporter catcher(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD,
+                                                        &layout);
+    expect_layouts_match_documentation<Gfx1250OneRun>();
+  }
+  ASSERT_GT(layout.size(), 0) << "gfx1250 operands read as one run matched the documented layout";
+  EXPECT_NE(std::string(layout.GetTestPartResult(0).message()).find("A["), std::string::npos);
+  {
+    ::testing::ScopedFakeTestPartResultReporter catcher(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD,
+                                                        &tiles);
+    expect_tiles_match_reference<ac_tiled_rows_shape_gfx1250(64), Gfx1250OneRun>({37, 101, 4, 0, true, -1, true, -1, -1, false});
+  }
+  ASSERT_GT(tiles.size(), 0) << "tiles reading gfx1250 operands as one run matched the reference";
+  EXPECT_NE(std::string(tiles.GetTestPartResult(0).message()).find("reference"), std::string::npos);
 }
 
 }  // namespace

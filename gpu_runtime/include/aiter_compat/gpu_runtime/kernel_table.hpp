@@ -82,12 +82,13 @@ const std::vector<KernelRow>& kernel_rows();
 const KernelRow& kernel_row(KernelId id);
 
 // The tiled kernels' shapes on an arch: rows (prefill, extend), keys (decode), wgmma (rows on
-// Hopper's warpgroup MMA, sm_90 only); gfx* archs take the MFMA shapes (64-lane waves), others
-// the mma.sync ones. The one spelling of their names, the same on every arch:
+// Hopper's warpgroup MMA, sm_90 only); CDNA archs take the MFMA shapes (64-lane waves), RDNA3,
+// RDNA4 and gfx1250 their WMMA ones (32-lane waves), others the mma.sync ones. The one spelling of their names, the same on every arch:
 // ac_tiled_{rows,keys,wgmma}[_paged]_{bf16,f16}_d{64,128}, and over fp8 caches
 // ac_tiled_{rows,keys,wgmma}_paged_{bf16,f16}_kv8_d{64,128}.
 bool is_amd_arch(const std::string& arch);
-// RDNA3 (gfx11) and RDNA4 (gfx1200, gfx1201): the WMMA tiles on 32-lane waves (not gfx1250).
+// RDNA3 (gfx11) and RDNA4 (gfx1200, gfx1201): the 16 x 16 x 16 WMMA tiles on 32-lane waves, built
+// at fewer head dims (tiled_dims_on; not gfx1250, whose 16 x 16 x 32 tiles take every dim).
 bool is_rdna_wmma_arch(const std::string& arch);
 // Why a row is off on an arch by the user's choice, or "": AITER_COMPAT_AMD_DIRECT=1 keeps AMD
 // GPUs on the direct-load kernels (decode, generic). The MFMA tiled kernels were checked by
