@@ -17,18 +17,24 @@ AC_INLINE AC_DEVICE int32_t ac_fast_div(int32_t n, uint32_t mul, int32_t shift) 
   return static_cast<int32_t>((hi + u) >> shift);
 }
 
-// Query row `flat` of a KV head's group: its token (flat / group) and head in the group.
+// Query row `flat` of a KV head's group: its token (flat / group) and head in the group. kPlain:
+// by a plain division instead, for the kernels whose shape asks for it (ac_tiled_shape::
+// plain_row_divide: there the multiply-shift's register pair tipped the kernel into spilling).
+template <bool kPlain = false>
 AC_INLINE AC_DEVICE int32_t ac_row_token(const ac_attention_params& p, int32_t flat) {
-  return ac_fast_div(flat, p.group_mul, p.group_shift);
+  if constexpr (kPlain) return flat / p.group;
+  else return ac_fast_div(flat, p.group_mul, p.group_shift);
 }
 struct RowOfGroup {
   int32_t token, head;  // within the sequence's queries, within the KV head's group
 };
+template <bool kPlain = false>
 AC_INLINE AC_DEVICE RowOfGroup ac_row_of(const ac_attention_params& p, int32_t flat) {
-  const int32_t t = ac_row_token(p, flat);
+  const int32_t t = ac_row_token<kPlain>(p, flat);
   return {t, flat - t * p.group};
 }
-AC_INLINE AC_DEVICE int32_t ac_row_head(const ac_attention_params& p, int32_t flat) { return ac_row_of(p, flat).head; }
+template <bool kPlain = false>
+AC_INLINE AC_DEVICE int32_t ac_row_head(const ac_attention_params& p, int32_t flat) { return ac_row_of<kPlain>(p, flat).head; }
 // Grid z = sequence x splits + split: the sequence.
 AC_INLINE AC_DEVICE int32_t ac_split_sequence(const ac_attention_params& p, int32_t z) {
   return ac_fast_div(z, p.splits_mul, p.splits_shift);

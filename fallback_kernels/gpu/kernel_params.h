@@ -84,6 +84,12 @@ struct ac_tiled_shape {
     const int epilogue = amd && warps_n == 1 ? 0 : warps_n * block_m() * (out_stride() + 2) * 4;
     return ((loop > epilogue ? loop : epilogue) + 15) / 16 * 16;
   }
+  // The row's token by a plain division instead of the launcher's multiply-shift (fast_divide.hpp):
+  // the head-dim-64 warpgroup kernels sit at their 128-register cap, where the multiply's register
+  // pair made them spill 16 bytes and stall on it (H200: d64 causal prefill 1,748 us against
+  // 1,683 us with the division); every other kernel keeps the multiply-shift (its setup is what a
+  // short window's block spends its time on).
+  constexpr bool plain_row_divide() const { return warpgroup && head_dim == 64; }
   constexpr int smem_bytes() const {
     // Warpgroup operands need 1024-byte-aligned tiles: room to align the start.
     return sink_offset() + block_m() * 4 + (warpgroup ? 1024 : 0);

@@ -52,6 +52,7 @@ struct TiledAttention : TileContext {
   static constexpr int D = S.head_dim;
   static constexpr int kThreads = S.threads();
   static constexpr int kBlockM = S.block_m();
+  static constexpr bool kPlain = S.plain_row_divide();  // the row token by a plain division (kernel_params.h)
   static constexpr int kChunks = D / 8;  // 16-byte chunks of an output row
   static constexpr float kLog2e = 1.4426950408889634f;
 
@@ -64,7 +65,7 @@ struct TiledAttention : TileContext {
   // Row r's sink (natural-log units, as given); -inf past the last row or without sinks.
   AC_MEMBER float row_sink(int r) const {
     const int32_t flat = row0 + r;
-    return flat < rows_total ? ac_sink(p, kh * group + ac_row_head(p, flat)) : -AC_INFINITY;
+    return flat < rows_total ? ac_sink(p, kh * group + ac_row_head<kPlain>(p, flat)) : -AC_INFINITY;
   }
 
   AC_MEMBER void run(int32_t m_tile, int32_t split) {
@@ -84,10 +85,10 @@ struct TiledAttention : TileContext {
     float early_sink = -AC_INFINITY;
     if constexpr (A::kEarlySinks) {
       const int32_t flat = row0 + tid;  // head kh * group + flat % group is below hq for any row
-      early_sink = ac_load_sink_now(p.sinks, p.sink_type, (kh * group + ac_row_head(p, flat)) * p.sink_stride,
+      early_sink = ac_load_sink_now(p.sinks, p.sink_type, (kh * group + ac_row_head<kPlain>(p, flat)) * p.sink_stride,
                                     p.sinks && p.num_splits == 1 && tid < kBlockM);
     }
-    const int32_t t_first = ac_row_token(p, row0), t_last = ac_row_token(p, last_row);
+    const int32_t t_first = ac_row_token<kPlain>(p, row0), t_last = ac_row_token<kPlain>(p, last_row);
 
     // Keys the block's rows need, cut into splits of whole tiles; inside `unmasked` no row masks.
     const KeyRange range{p, seq.q_len, seq.k_len};
@@ -103,8 +104,8 @@ struct TiledAttention : TileContext {
     for (int slot = 0; slot < A::kRowSlots; ++slot) {
       const int32_t flat = row0 + tiles.slot_row(warp_m, lane, slot);
       const bool ok = flat < rows_total;
-      row_lo[slot] = ok ? range.lo(ac_row_token(p, flat)) : 0;
-      row_hi[slot] = ok ? range.hi(ac_row_token(p, flat)) : 0;
+      row_lo[slot] = ok ? range.lo(ac_row_token<kPlain>(p, flat)) : 0;
+      row_hi[slot] = ok ? range.hi(ac_row_token<kPlain>(p, flat)) : 0;
     }
 
     tiles.prologue(*this, tid, n_tiles);
@@ -222,7 +223,7 @@ struct TiledAttention : TileContext {
     for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
       const int r = x / kChunks, c = x % kChunks, flat = row0 + r;
       if (flat >= rows_total) continue;
-      const RowOfGroup row = ac_row_of(p, flat);
+      const RowOfGroup row = ac_row_of<kPlain>(p, flat);
       const int32_t token = seq.q_start + row.token, h = kh * group + row.head;
       float mx = -AC_INFINITY;
 #pragma unroll

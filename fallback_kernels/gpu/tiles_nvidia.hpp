@@ -117,7 +117,7 @@ struct NvTiles {
         const int r = x / kChunks, ch = x % kChunks, flat = c.row0 + r;
         ac_u32x4 out{0, 0, 0, 0};
         if (flat < c.rows_total) {
-          const RowOfGroup of = ac_row_of(c.p, flat);
+          const RowOfGroup of = ac_row_of<S.plain_row_divide()>(c.p, flat);
           const int32_t t = of.token, g = of.head;
           const ac_u32x2 codes = *reinterpret_cast<const ac_u32x2*>(q8 + (c.seq.q_start + t) * c.p.q_tok +
                                                               (c.kh * c.group + g) * c.p.q_head + ch * 8);
@@ -132,7 +132,7 @@ struct NvTiles {
     for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
       const int r = x / kChunks, ch = x % kChunks, flat = c.row0 + r;
       const bool ok = flat < c.rows_total;
-      const RowOfGroup of = ac_row_of(c.p, flat);
+      const RowOfGroup of = ac_row_of<S.plain_row_divide()>(c.p, flat);
       const int32_t t = ok ? of.token : 0, g = ok ? of.head : 0;
       ac_copy16_async(q_s + swizzle(r, ch, kBlockM), q + (c.seq.q_start + t) * c.p.q_tok + (c.kh * c.group + g) * c.p.q_head + ch * 8,
                       ok);
