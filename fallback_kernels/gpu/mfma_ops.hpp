@@ -17,13 +17,13 @@
 #define AC_HAS_MATRIX_OPS 1
 #if defined(__gfx1250__)
 #define AC_HAS_WMMA 1
-namespace { using AmdLayoutRdna = ac_layout::WmmaGfx1250; }
+namespace { using AmdLayoutWmma = ac_layout::WmmaGfx1250; }
 #elif defined(__GFX11__)
 #define AC_HAS_WMMA 1
-namespace { using AmdLayoutRdna = ac_layout::WmmaRdna3; }
+namespace { using AmdLayoutWmma = ac_layout::WmmaRdna3; }
 #elif defined(__GFX12__)
 #define AC_HAS_WMMA 1
-namespace { using AmdLayoutRdna = ac_layout::WmmaRdna4; }
+namespace { using AmdLayoutWmma = ac_layout::WmmaRdna4; }
 #else
 #define AC_HAS_MFMA 1
 #endif
@@ -49,7 +49,7 @@ template <int N> using AmdLayout = typename AmdLayoutOf<N>::type;
 #elif defined(AC_HAS_MFMA)
 template <int N> using AmdLayout = ac_layout::Mfma<N>;
 #else
-template <int N> using AmdLayout = AmdLayoutRdna;
+template <int N> using AmdLayout = AmdLayoutWmma;
 #endif
 
 // kE 16-bit values (a row's K slice of an A operand, a column's of B), two per register, element

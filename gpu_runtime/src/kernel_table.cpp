@@ -127,12 +127,11 @@ const char* dtype_suffix(int dtype) {
 }
 
 bool is_amd_arch(const std::string& arch) { return arch.rfind("gfx", 0) == 0; }
+static bool is_gfx1250(const std::string& arch) { return arch.rfind("gfx125", 0) == 0; }
 // RDNA3 (gfx11) and RDNA4 (gfx12, not gfx1250): WMMA tiles on 32-lane waves.
 bool is_rdna_wmma_arch(const std::string& arch) {
-  return arch.rfind("gfx11", 0) == 0 || (arch.rfind("gfx12", 0) == 0 && arch.rfind("gfx125", 0) != 0);
+  return arch.rfind("gfx11", 0) == 0 || (arch.rfind("gfx12", 0) == 0 && !is_gfx1250(arch));
 }
-
-static bool is_gfx1250(const std::string& arch) { return arch.rfind("gfx125", 0) == 0; }
 
 ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch) {
   if (is_gfx1250(arch))
