@@ -16,9 +16,10 @@
 namespace {
 
 // kKv8: the KV cache holds fp8 codes. Each thread copies its chunks' codes (16 per row slot,
-// 16 bytes) into the first 16 bytes of the 32 its 16-bit values take in the ring slot, and once
-// its own copies have landed, converts them in place (ready()): no other thread reads or writes
-// those bytes before the barrier, so the ring, its shared memory and the MMAs stay as they are.
+// 16 bytes) into its row of the ring slot, a row's codes contiguous and in the cache's order
+// (code_at), and once its own copies have landed converts them into the row's 16-bit chunks
+// (ready()): only the lanes of its warp that share the row touch those bytes before the barrier,
+// so the ring, its shared memory and the MMAs stay as they are.
 template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 struct NvTiles {
   using L = ac_layout::Mma16x8;
@@ -34,6 +35,7 @@ struct NvTiles {
   static constexpr int kSlots = kChunks / 2;                   // per row
   static constexpr int kLoads = S.block_n * kSlots / kThreads;  // rows per thread per tile
   static_assert(kWarpKeys % 16 == 0 && D % 16 == 0 && S.block_n * kSlots % kThreads == 0, "tile shape");
+  static_assert(kLanes % kSlots == 0, "the lanes copying one row are one warp's (convert_own)");
   // "keys" shapes keep their 16 query rows in registers (16 or 32 of them) for the whole loop,
   static constexpr bool kQInRegisters = S.warps_n > 1 && S.m_tiles == 1;
   // and issue their sinks' loads first (run), one row per thread.
@@ -79,6 +81,17 @@ struct NvTiles {
   AC_DEVICE int swizzle(int row, int chunk, int rows) {
     if constexpr (kWarpgroup) return (chunk >> 3) * rows * 64 + row * 64 + (((chunk & 7) ^ (row & 7)) << 3);
     return row * D + ((chunk ^ (row & 7)) << 3);
+  }
+
+  // kKv8: where the 16 codes of row `row`'s chunk pair `pair` land (16-bit elements into the
+  // tile). A row's codes are contiguous, as in the cache: copies whose 16-byte pieces of one
+  // 32-byte sector went 32 bytes apart in shared memory (each to the first half of its 16-bit
+  // values) were one L2 request apiece (H100, ncu: four per 64-byte row, 4x the bf16 kernel's
+  // requests for half its bytes, the L2's tag lookups 76% busy). At head dim 64 the rows' codes
+  // alternate halves of the row's 128 bytes, so that the 8 rows a warp copies cover all 32 banks.
+  AC_DEVICE int code_at(int row, int pair) {
+    constexpr int kRowElems = kWarpgroup ? 64 : D;  // a row's elements in its (first) panel
+    return row * kRowElems + (D == 64 ? (row & 1) * 32 : 0) + pair * 8;
   }
 
   uint16_t* q_s;
@@ -169,9 +182,9 @@ struct NvTiles {
       bad = bad || (j < c.k_end && !valid);
       const bool ok = j < c.k_end && valid;
       const int64_t koff = ok ? rows.k_row(j, pages[i]) : 0, voff = ok ? rows.v_row(j, pages[i]) : 0;
-      if constexpr (kKv8) {  // the 16 codes into the first of the two 16-byte chunks they become
-        ac_copy16_async(ks + swizzle(r, ch, S.block_n), k + koff + ch * 8, ok);
-        ac_copy16_async(vs + swizzle(r, ch, S.block_n), v + voff + ch * 8, ok);
+      if constexpr (kKv8) {  // the 16 codes of the two 16-byte chunks they become
+        ac_copy16_async(ks + code_at(r, ch / 2), k + koff + ch * 8, ok);
+        ac_copy16_async(vs + code_at(r, ch / 2), v + voff + ch * 8, ok);
       } else {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -200,24 +213,29 @@ struct NvTiles {
     }
   }
 
-  // This thread's chunks of tile `it` (their copies landed), fp8 codes to 16-bit values in place.
+  // This thread's chunks of tile `it` (their copies landed), fp8 codes to 16-bit values. The
+  // values of a row overwrite codes of the row that other lanes copied: every lane of the warp
+  // reads its codes before any writes (the lanes of a row are one warp's).
   AC_MEMBER void convert_own(const TileContext& c, int tid, int32_t it) {
     const bool fnuz = ac_is_fnuz(c.p.kv_type);
     const int stage = it % S.stages;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int x = tid + i * kThreads, r = x / kSlots, ch = (x % kSlots) * 2;
+      ac_u32x4 codes[2];
+#pragma unroll
+      for (int kv = 0; kv < 2; ++kv)
+        codes[kv] = *reinterpret_cast<const ac_u32x4*>((kv ? v_s : k_s) + stage * S.block_n * D + code_at(r, ch / 2));
+      ac_syncwarp();
 #pragma unroll
       for (int kv = 0; kv < 2; ++kv) {
         uint16_t* tile = (kv ? v_s : k_s) + stage * S.block_n * D;
-        ac_u32x4* first = reinterpret_cast<ac_u32x4*>(tile + swizzle(r, ch, S.block_n));
-        const ac_u32x4 codes = *first;
         ac_u32x4 a, b;
-        ac_e4m3x4_to_16bit<T>(codes.x, fnuz, a.x, a.y);
-        ac_e4m3x4_to_16bit<T>(codes.y, fnuz, a.z, a.w);
-        ac_e4m3x4_to_16bit<T>(codes.z, fnuz, b.x, b.y);
-        ac_e4m3x4_to_16bit<T>(codes.w, fnuz, b.z, b.w);
-        *first = a;
+        ac_e4m3x4_to_16bit<T>(codes[kv].x, fnuz, a.x, a.y);
+        ac_e4m3x4_to_16bit<T>(codes[kv].y, fnuz, a.z, a.w);
+        ac_e4m3x4_to_16bit<T>(codes[kv].z, fnuz, b.x, b.y);
+        ac_e4m3x4_to_16bit<T>(codes[kv].w, fnuz, b.z, b.w);
+        *reinterpret_cast<ac_u32x4*>(tile + swizzle(r, ch, S.block_n)) = a;
         *reinterpret_cast<ac_u32x4*>(tile + swizzle(r, ch + 1, S.block_n)) = b;
       }
     }
