@@ -37,6 +37,32 @@ AC_DEVICE uint32_t ac_e4m3x2_to_f16x2(uint32_t two, bool fnuz) {
   return ac_f16x2_mul(ac_fp8::scaled_f16x2(ac_fp8::spread(two), fnuz), ac_fp8::unscale_f16x2(fnuz));
 }
 
+// gfx942 (e4m3fnuz) and gfx950 (OCP's e4m3fn) decode their own format in hardware (AMD's CDNA3
+// and CDNA4 ISA guides, v_cvt_pk_f32_fp8: the two codes of a word's low or high half to f32,
+// exactly, a NaN code to NaN); the other format, and gfx90a, keep the portable decode. An f32
+// pair becomes f16 (v_cvt_pkrtz_f16_f32: every e4m3 value is an f16 value, so the rounding never
+// acts) or bf16 (the high halves: e4m3 values have at most four significant bits).
+#if defined(__gfx942__)
+#define AC_AMD_FP8_HW 1
+#define AC_AMD_FP8_HW_FNUZ true
+#elif defined(__gfx950__)
+#define AC_AMD_FP8_HW 1
+#define AC_AMD_FP8_HW_FNUZ false
+#endif
+#if defined(AC_AMD_FP8_HW)
+typedef float ac_f32x2_t __attribute__((ext_vector_type(2)));
+// Codes 2 high, 2 high + 1 of x (high: bytes 2, 3; else bytes 0, 1) as two exact floats.
+template <bool kHigh> AC_DEVICE ac_f32x2_t ac_amd_e4m3x2_to_f32x2(uint32_t x) {
+  return __builtin_amdgcn_cvt_pk_f32_fp8(static_cast<int>(x), kHigh);
+}
+AC_DEVICE uint32_t ac_amd_f32x2_to_f16x2(ac_f32x2_t f) {
+  return __builtin_bit_cast(uint32_t, __builtin_amdgcn_cvt_pkrtz(f.x, f.y));
+}
+AC_DEVICE uint32_t ac_amd_f32x2_to_bf16x2(ac_f32x2_t f) {
+  return (__builtin_bit_cast(uint32_t, f.x) >> 16) | (__builtin_bit_cast(uint32_t, f.y) & 0xffff0000u);
+}
+#endif
+
 // An f16 pair as a bf16 pair: through f32 (exact), whose high halves are the bf16 values (exact
 // for e4m3's values, which have at most four significant bits; NaN stays NaN).
 AC_DEVICE uint32_t ac_f16x2_to_bf16x2(uint32_t h) {
@@ -50,12 +76,26 @@ AC_DEVICE uint32_t ac_f16x2_to_bf16x2(uint32_t h) {
 template <typename T> struct E4m3Tiles;
 template <> struct E4m3Tiles<F16> {
   AC_DEVICE void convert(uint32_t x, bool fnuz, uint32_t& w0, uint32_t& w1) {
+#if defined(AC_AMD_FP8_HW)
+    if (fnuz == AC_AMD_FP8_HW_FNUZ) {
+      w0 = ac_amd_f32x2_to_f16x2(ac_amd_e4m3x2_to_f32x2<false>(x));
+      w1 = ac_amd_f32x2_to_f16x2(ac_amd_e4m3x2_to_f32x2<true>(x));
+      return;
+    }
+#endif
     w0 = ac_e4m3x2_to_f16x2(x, fnuz);
     w1 = ac_e4m3x2_to_f16x2(x >> 16, fnuz);
   }
 };
 template <> struct E4m3Tiles<BF16> {
   AC_DEVICE void convert(uint32_t x, bool fnuz, uint32_t& w0, uint32_t& w1) {
+#if defined(AC_AMD_FP8_HW)
+    if (fnuz == AC_AMD_FP8_HW_FNUZ) {
+      w0 = ac_amd_f32x2_to_bf16x2(ac_amd_e4m3x2_to_f32x2<false>(x));
+      w1 = ac_amd_f32x2_to_bf16x2(ac_amd_e4m3x2_to_f32x2<true>(x));
+      return;
+    }
+#endif
     w0 = ac_f16x2_to_bf16x2(ac_e4m3x2_to_f16x2(x, fnuz));
     w1 = ac_f16x2_to_bf16x2(ac_e4m3x2_to_f16x2(x >> 16, fnuz));
   }

@@ -198,8 +198,14 @@ struct AmdTiles {
       return chunk;
     }
   }
+  // The cache's format chosen once per tile, not beside each chunk's conversion (on gfx942 and
+  // gfx950 one format is converted in hardware, the other by the portable decode: fp8_device.hpp).
   AC_MEMBER void store(const TileContext& c, int tid) {
-    const bool fnuz = kKv8 && ac_is_fnuz(c.p.kv_type);
+    if (kKv8 && ac_is_fnuz(c.p.kv_type)) store_as<true>(tid);
+    else store_as<false>(tid);
+  }
+  template <bool kFnuz> AC_MEMBER void store_as(int tid) {
+    constexpr bool fnuz = kKv8 && kFnuz;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int x = tid + i * kThreads, r = x / kChunks, ch = x % kChunks;

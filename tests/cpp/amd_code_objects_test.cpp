@@ -151,6 +151,10 @@ TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
     const std::string text = run(objdump + " -d --no-show-raw-insn " + path);
     const auto mfma = count_instructions(text, "v_mfma"), wmma = count_instructions(text, "v_wmma");
     const auto k32 = count_instructions(text, "v_wmma_f32_16x16x32_");
+    // gfx942 and gfx950 decode their own fp8 format in hardware in the tiled kernels over fp8
+    // caches (fp8_device.hpp); no other arch has the instruction, and no other kernel uses it.
+    const auto fp8_cvt = count_instructions(text, "v_cvt_pk_f32_fp8");
+    const bool fp8_hardware = arch == "gfx942" || arch == "gfx950";
     // The tiled kernels' instruction on this arch, and the one it must not hold.
     const auto& matrix = cdna(arch) ? mfma : wmma;
     const auto& other = cdna(arch) ? wmma : mfma;
@@ -210,6 +214,12 @@ TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
         EXPECT_EQ(n_matrix, 0) << arch << " " << name << ": " << matrix_name << " in a direct-load kernel";
       }
       EXPECT_EQ(n_other, 0) << arch << " " << name << ": the other family's matrix instructions";
+      const int n_fp8_cvt = fp8_cvt.count(name) ? fp8_cvt.at(name) : 0;
+      if (fp8_hardware && tiled && name.find("_kv8_") != std::string::npos) {
+        EXPECT_GT(n_fp8_cvt, 0) << arch << " " << name << ": the fp8 cache decoded without v_cvt_pk_f32_fp8";
+      } else {
+        EXPECT_EQ(n_fp8_cvt, 0) << arch << " " << name << ": v_cvt_pk_f32_fp8 outside gfx942/gfx950's tiled fp8 kernels";
+      }
     }
     // The tiled kernels the kernel table lists for this arch are all there.
     for (const auto& row : gpu::kernel_rows()) {

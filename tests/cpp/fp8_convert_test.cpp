@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -113,6 +114,63 @@ TEST(Fp8Convert, EncodesToTheNearestCode) {
     EXPECT_EQ(ac_fp8::from_float(std::numeric_limits<float>::denorm_min(), f.fnuz), 0u) << f.name;
     EXPECT_EQ(ac_fp8::from_float(-0.f, f.fnuz), f.fnuz ? 0u : 0x80u) << f.name;
   }
+}
+
+}  // namespace
+
+// The AMD hardware decode (fp8_device.hpp, gfx942 and gfx950): v_cvt_pk_f32_fp8 gives a code's
+// value as an f32 (AMD's CDNA3 ISA guide for gfx942's FNUZ codes, CDNA4's for gfx950's OCP
+// codes: value_of above, NaN codes NaN), then the kernels keep 16 bits of it. Those two steps
+// are exact for every code only if the f32 packs into f16 with v_cvt_pkrtz_f16_f32 (round
+// toward zero: a truncation of the mantissa and a rebias, modelled here from the guide) without
+// loss, and into bf16 by dropping the low half; both checked here for every code of both formats.
+namespace {
+namespace pkrtz {
+// f32 -> f16 rounding toward zero (normal, subnormal and overflow to the largest finite f16).
+uint16_t f32_to_f16_rtz(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t a = bits & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7e00u;
+  const int e = static_cast<int>(a >> 23) - 127;
+  if (e > 15) return sign | 0x7bffu;  // toward zero: the largest finite, not infinity
+  if (e < -24) return sign;
+  const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
+  if (e < -14) return sign | static_cast<uint16_t>(mant >> (-e - 1));  // subnormal: mant 2^(e-23) / 2^-24
+  return sign | static_cast<uint16_t>(((e + 15) << 10) | ((a >> 13) & 0x3ffu));
+}
+}  // namespace pkrtz
+
+TEST(Fp8Convert, AmdHardwareDecodeKeepsEveryCodeExactIn16Bits) {
+  for (const Format& f : kFormats)
+    for (uint32_t c = 0; c < 256; ++c) {
+      if (is_nan_code(c, f)) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        EXPECT_EQ(pkrtz::f32_to_f16_rtz(nan) & 0x7c00u, 0x7c00u) << f.name << " code " << c << ": NaN stays NaN in f16";
+        EXPECT_NE(pkrtz::f32_to_f16_rtz(nan) & 0x3ffu, 0u) << f.name << " code " << c;
+        continue;
+      }
+      const float v = static_cast<float>(value_of(c, f));
+      const uint16_t h = pkrtz::f32_to_f16_rtz(v);
+      EXPECT_EQ(static_cast<double>(aiter_compat::cpu::f16_to_float(h)), value_of(c, f)) << f.name << " code " << c << ": f16 (round toward zero)";
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      const uint32_t kept = bits & 0xffff0000u;
+      float back;
+      std::memcpy(&back, &kept, 4);
+      EXPECT_EQ(static_cast<double>(back), value_of(c, f)) << f.name << " code " << c << ": bf16 (the high half)";
+    }
+}
+
+// The model's rounding is toward zero, so the test above could fail: a value between two f16
+// values is truncated, and one past the largest is held to it.
+TEST(Fp8Convert, RoundTowardZeroModelTruncates) {
+  EXPECT_EQ(pkrtz::f32_to_f16_rtz(1.0f + 0x1.ffp-11f), 0x3c00u);  // just under 1 + 2^-10
+  EXPECT_EQ(pkrtz::f32_to_f16_rtz(-70000.f), 0xfbffu);
+  EXPECT_EQ(pkrtz::f32_to_f16_rtz(0x1p-24f), 0x0001u);
+  EXPECT_EQ(pkrtz::f32_to_f16_rtz(0x1.8p-24f), 0x0001u);
+  EXPECT_EQ(pkrtz::f32_to_f16_rtz(0x1p-15f), 0x0200u);
 }
 
 }  // namespace
