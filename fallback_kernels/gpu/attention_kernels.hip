@@ -25,6 +25,7 @@ AC_DEVICE KvRow kv_row(const ac_attention_params& p, const Sequence& s, int32_t 
 
 template <typename Io, bool kSplit>
 AC_DEVICE void attention_block(const ac_attention_params& p) {
+  ac_allow_dependents();  // a split call's merge may be launched now (portability.hpp)
   Io io;
   const int tid = ac_thread_x();
   const int32_t token = ac_block_x(), kh = ac_block_y(), split = ac_block_z();
@@ -142,6 +143,10 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
   if (token >= p.total_q) return;
   const Sequence s = sequence_of(p, token);
   if (token < s.q_start || token >= s.q_start + s.q_len) return;
+  const float sink = ac_sink(p, h);  // the call's input: readable before the split kernel ends
+  // The partial rows are the split kernel's: launched as its programmatic dependent (NVIDIA,
+  // launch.cpp), this block may be running before that kernel has finished.
+  ac_wait_for_primary();
   AC_SHARED float weight_s[AC_MAX_SPLITS];
   AC_SHARED float lse_s;
   AC_SHARED ac_f32x4 sum_s[AC_THREADS];  // each thread group's sum over its splits
@@ -172,7 +177,7 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
     }
 #pragma unroll
     for (int mask = AC_WARP_SIZE / 2; mask > 0; mask /= 2) l += ac_shfl_xor(l, mask);
-    const RowFinish fin = finish_row<false>(m, l, ac_sink(p, h), 1.f);
+    const RowFinish fin = finish_row<false>(m, l, sink, 1.f);
 #pragma unroll
     for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
       const int sp = tid + i * AC_WARP_SIZE;
@@ -282,6 +287,7 @@ template <typename T, int E> struct DecodeRow<T, E, true> {  // K and V in fp8
 
 template <typename T, int D, bool kKv8>
 AC_DEVICE void decode_block(const ac_attention_params& p) {
+  ac_allow_dependents();  // a split call's merge may be launched now (portability.hpp)
   constexpr int E = AC_DECODE_ELEMS;                   // elements per lane and load
   using Row = DecodeRow<T, E, kKv8>;
   using C = typename Row::C;                           // one lane's chunk of a K or V row

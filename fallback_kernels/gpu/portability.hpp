@@ -51,6 +51,10 @@ AC_DEVICE float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c)
 AC_DEVICE void ac_shared_add(float* p, float v) {
   __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
 }
+// Programmatic dependent launch is NVIDIA's (below): on AMD every kernel starts after the one
+// before it has finished, so there is nothing to signal or wait for.
+AC_DEVICE void ac_allow_dependents() {}
+AC_DEVICE void ac_wait_for_primary() {}
 #elif defined(__CUDACC__)
 #define AC_NVIDIA 1
 #define AC_KERNEL extern "C" __global__ __launch_bounds__(256)
@@ -84,6 +88,21 @@ AC_DEVICE float ac_half_to_float(uint16_t h) {
   return f;
 }
 AC_DEVICE void ac_shared_add(float* p, float v) { atomicAdd(p, v); }
+// Programmatic dependent launch (sm_90 on): a kernel launched with programmatic stream
+// serialization (the split merge, launch.cpp) may start once every block of the kernel before it
+// has called ac_allow_dependents(), and ac_wait_for_primary() holds it until that kernel has
+// finished and its writes are visible. The merge's launch and set-up then overlap the split
+// kernel's last blocks. Both are no-ops when no such launch is involved, and below sm_90.
+AC_DEVICE void ac_allow_dependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+AC_DEVICE void ac_wait_for_primary() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 #elif defined(AC_HOST_MODEL)
 // The host model of the kernels' shared building blocks (key_range.hpp, row_finish.hpp), which
 // the C++ tests compile for the CPU: the same source, standard math in place of the intrinsics.

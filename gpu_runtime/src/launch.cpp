@@ -53,6 +53,15 @@ bool flag_set(const char* name) {
 }
 bool wgmma_disabled() { return flag_set("AITER_COMPAT_NO_WGMMA"); }
 
+// The split merge is launched as the split kernel's programmatic dependent on sm_90 and later
+// (runtime.hpp: launch_dependent): its launch and set-up overlap the split kernel's last blocks
+// instead of following them. AITER_COMPAT_NO_PDL=1 launches it after the split kernel instead
+// (to compare the two); read at each call.
+bool merge_overlaps(Vendor v, const std::string& arch) {
+  if (v != Vendor::nvidia || arch.rfind("sm_", 0) != 0 || flag_set("AITER_COMPAT_NO_PDL")) return false;
+  return std::atoi(arch.c_str() + 3) >= 90;
+}
+
 
 struct DeviceKey {
   Vendor vendor;
@@ -296,7 +305,10 @@ KernelId launch_attention(const AttentionLaunch& c) {
     run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, c.stream, &p);
     ac_attention_params merge = p;
     if (selftest_fault().applies(KernelId::split_merge, c.dtype, p.head_dim_v)) merge.sinks = nullptr;
-    run(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, &merge);
+    void* merge_args[] = {&merge};
+    if (!merge_overlaps(c.vendor, m.arch) ||
+        !launch_dependent(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, merge_args))
+      run(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, &merge);
   } catch (...) {
     try {
       scratch_free(c.vendor, scratch, c.stream);

@@ -1,5 +1,7 @@
 #include "aiter_compat/gpu_runtime/runtime.hpp"
 
+#include "aiter_compat/gpu_runtime/cuda_launch_config.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <iterator>
@@ -178,6 +180,24 @@ void launch(Vendor v, void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned 
   int rc = v == Vendor::nvidia ? cuda().cuLaunchKernel(fn, gx, gy, gz, threads, 1, 1, smem, stream, args, nullptr)
                                : hip().hipModuleLaunchKernel(fn, gx, gy, gz, threads, 1, 1, smem, stream, args, nullptr);
   check(v, rc, "kernel launch");
+}
+
+constexpr int kCudaDriverWithGraphPdl = 12030;  // programmatic edges in captured graphs
+
+bool launch_dependent(Vendor v, void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned threads, unsigned smem,
+                      void* stream, void** args) {
+  if (v != Vendor::nvidia || !cuda().cuLaunchKernelEx) return false;
+  int version = 0;
+  if (cuda().cuDriverGetVersion(&version) != 0 || version < kCudaDriverWithGraphPdl) return false;
+  CudaLaunchAttribute attr;
+  attr.id = kCudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.value.value = 1;
+  CudaLaunchConfig config;
+  config.grid[0] = gx, config.grid[1] = gy, config.grid[2] = gz;
+  config.block[0] = threads, config.block[1] = 1, config.block[2] = 1;
+  config.shared_bytes = smem, config.stream = stream, config.attrs = &attr, config.num_attrs = 1;
+  check(v, cuda().cuLaunchKernelEx(&config, fn, args, nullptr), "kernel launch (programmatic dependent)");
+  return true;
 }
 
 std::optional<bool> stream_capturing(Vendor v, void* stream) {

@@ -5,12 +5,18 @@
 
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <string>
+
+#if defined(AITER_COMPAT_HAVE_CUDA_H)
+#include <cuda.h>
+#endif
 
 #include "aiter_compat/probe/gpu_probe.hpp"
 #include "gpu_test_support.hpp"
 #include "host_tensor.hpp"
+#include "aiter_compat/gpu_runtime/cuda_launch_config.hpp"
 #include "aiter_compat/gpu_runtime/launch.hpp"
 #include "aiter_compat/shim/gpu_runner.hpp"
 
@@ -37,6 +43,7 @@ struct Fake {
   void set_capturing(int on) { fn<void (*)(int)>("fake_cuda_set_capturing")(on); }
   int frees() { return fn<int (*)()>("fake_cuda_frees")(); }
   void reset() { fn<void (*)()>("fake_cuda_reset")(); }
+  void set_driver_version(int v) { fn<void (*)(int)>("fake_cuda_set_driver_version")(v); }
 };
 
 // Decode over a paged cache: batch sequences of `ctx` keys, GPT-OSS heads.
@@ -252,4 +259,66 @@ TEST(Launcher, OneModulePerDeviceAndNoneForAnotherArch) {
         << e.what();
   }
   EXPECT_EQ(fake.module_loads(1), 0);
+}
+
+// The split merge is the split kernel's programmatic dependent on sm_90 with a driver from CUDA
+// 12.3 (eager and captured alike): it starts while the split kernel's last blocks run and waits
+// inside the GPU. An older driver, or AITER_COMPAT_NO_PDL=1, launches it plainly after the split.
+TEST(Launcher, SplitMergeIsTheSplitKernelsProgrammaticDependent) {
+  if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
+  Fake fake;
+  DecodeCase one(1, 32768);
+  auto merge_of_one_split_call = [&](const char* what, int driver_version = 13000, bool capturing = false) {
+    fake.reset();
+    fake.set_driver_version(driver_version);
+    fake.set_capturing(capturing ? 1 : 0);
+    run_gpu(one.args, nullptr);
+    fake.set_capturing(0);
+    EXPECT_EQ(fake.launches(), 2) << what;
+    EXPECT_STREQ(fake.launch(1)->name, "ac_merge_bf16") << what;
+    EXPECT_FALSE(fake.launch(0)->programmatic) << what << ": the split kernel follows the caller's work";
+    const bool programmatic = fake.launch(1)->programmatic != 0;
+    fake.reset();
+    return programmatic;
+  };
+  EXPECT_TRUE(merge_of_one_split_call("eager, CUDA 13.0 driver"));
+  EXPECT_TRUE(merge_of_one_split_call("captured", 13000, true));
+  EXPECT_TRUE(merge_of_one_split_call("CUDA 12.3 driver", 12030));
+  // 12.2: no programmatic edges in captured graphs, so none at all
+  EXPECT_FALSE(merge_of_one_split_call("CUDA 12.2 driver", 12020));
+
+  DecodeCase unsplit(64, 4096);
+  fake.reset();
+  run_gpu(unsplit.args, nullptr);
+  ASSERT_EQ(fake.launches(), 1);
+  EXPECT_FALSE(fake.launch(0)->programmatic);
+
+  setenv("AITER_COMPAT_NO_PDL", "1", 1);
+  EXPECT_FALSE(merge_of_one_split_call("AITER_COMPAT_NO_PDL=1"));
+  setenv("AITER_COMPAT_NO_PDL", "0", 1);
+  EXPECT_TRUE(merge_of_one_split_call("AITER_COMPAT_NO_PDL=0"));
+  unsetenv("AITER_COMPAT_NO_PDL");
+}
+
+// cuLaunchKernelEx's structs as the launcher lays them out (cuda_launch_config.hpp) against
+// CUDA's own header, where one is installed.
+TEST(CudaLaunchConfig, MatchesCudaHeader) {
+#if defined(AITER_COMPAT_HAVE_CUDA_H)
+  using gpu::CudaLaunchAttribute;
+  using gpu::CudaLaunchConfig;
+  EXPECT_EQ(sizeof(CudaLaunchAttribute), sizeof(CUlaunchAttribute));
+  EXPECT_EQ(offsetof(CudaLaunchAttribute, value), offsetof(CUlaunchAttribute, value));
+  EXPECT_EQ(sizeof(CudaLaunchConfig), sizeof(CUlaunchConfig));
+  EXPECT_EQ(offsetof(CudaLaunchConfig, grid), offsetof(CUlaunchConfig, gridDimX));
+  EXPECT_EQ(offsetof(CudaLaunchConfig, block), offsetof(CUlaunchConfig, blockDimX));
+  EXPECT_EQ(offsetof(CudaLaunchConfig, shared_bytes), offsetof(CUlaunchConfig, sharedMemBytes));
+  EXPECT_EQ(offsetof(CudaLaunchConfig, stream), offsetof(CUlaunchConfig, hStream));
+  EXPECT_EQ(offsetof(CudaLaunchConfig, attrs), offsetof(CUlaunchConfig, attrs));
+  EXPECT_EQ(offsetof(CudaLaunchConfig, num_attrs), offsetof(CUlaunchConfig, numAttrs));
+  EXPECT_EQ(gpu::kCudaLaunchAttributeProgrammaticStreamSerialization,
+            static_cast<int>(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION));
+#else
+  GTEST_SKIP() << "cuda.h not found at configure time (the CUDA toolkit is not installed): the layout's "
+                  "static_assert on its sizes still holds";
+#endif
 }

@@ -378,3 +378,35 @@ def test_explicit_stream_is_used():
     assert not torch.isnan(out).any()
     assert torch.equal(out, want)
     torch.cuda.synchronize()
+
+
+def test_split_decode_graph_replays_with_new_inputs():
+    """A split-KV decode (1 x 32k: the merge is the split kernel's programmatic dependent on
+    sm_90) captured once and replayed behind a long kernel, with new queries, cache and sinks
+    copied in before each replay: each replay's output against the CPU route on its own inputs.
+    A merge that read the partial rows before the split kernel had written them would return the
+    previous replay's (or the poison's) values."""
+    q, kc, vc, table, used, _ = paged([32768], [1], 64, 8, 64, 16)
+    sinks = torch.randn(64)
+    g = [t.cuda() for t in (q, kc, vc, table, used)]
+    g_sinks = sinks.cuda()
+    out = torch.full(q.shape, float("nan"), dtype=q.dtype, device=DEV)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        aiter_compat.paged_attention_decode(*g, softmax_scale=0.125, sinks=g_sinks, out=out)  # warm-up
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        aiter_compat.paged_attention_decode(*g, softmax_scale=0.125, sinks=g_sinks, out=out)
+    for replay in range(4):
+        q, kc, vc = torch.randn_like(q), torch.randn_like(kc), torch.randn_like(vc)
+        sinks = torch.randn(64)
+        want = aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=0.125, sinks=sinks)
+        for dst, src in zip((g[0], g[1], g[2], g_sinks), (q, kc, vc, sinks)):
+            dst.copy_(src)
+        out.fill_(float("nan"))
+        torch.cuda._sleep(2_000_000)  # the replay queued behind a long kernel
+        graph.replay()
+        torch.cuda.synchronize()
+        record(f"decode: split 1 x 32k graph replay {replay}", out, want, 1e-2)

@@ -6,6 +6,7 @@ typedef struct {
   char name[64];
   unsigned grid[3], block[3];
   int device;
+  int programmatic; /* launched as a programmatic dependent (cuLaunchKernelEx's attribute 6) */
 } fake_launch;
 
 #include <string.h>
@@ -23,6 +24,7 @@ static inline void fake_record_launch(fake_launch* log, int* count, int capacity
   l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
   l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
   l->device = device;
+  l->programmatic = 0;
 }
 
 #endif

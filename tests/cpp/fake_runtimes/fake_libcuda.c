@@ -10,7 +10,7 @@
 
 static fake_launch launches[256];
 static int launch_count, module_loads[4], allocations, pool_allocations, frees, current_device = -1;
-static int capturing, pools_made, pool_threshold_set, device_allocations, syncs;
+static int capturing, pools_made, pool_threshold_set, device_allocations, syncs, driver_version = 13000;
 static fake_kernel_hook kernel_hook;
 static int contexts[4] = {0, 1, 2, 3};
 
@@ -23,13 +23,17 @@ EXPORT int fake_cuda_pool_allocations(void) { return pool_allocations; }
 EXPORT int fake_cuda_pools(void) { return pools_made; }
 EXPORT int fake_cuda_pool_keeps_memory(void) { return pool_threshold_set; }
 EXPORT void fake_cuda_set_capturing(int on) { capturing = on; }
-EXPORT void fake_cuda_reset(void) { launch_count = allocations = pool_allocations = frees = 0; }
+EXPORT void fake_cuda_reset(void) {
+  launch_count = allocations = pool_allocations = frees = 0;
+  driver_version = 13000;
+}
 EXPORT void fake_cuda_set_kernel_hook(fake_kernel_hook hook) { kernel_hook = hook; }
 EXPORT int fake_cuda_device_allocations(void) { return device_allocations; }
 EXPORT int fake_cuda_syncs(void) { return syncs; }
 
 EXPORT int cuInit(unsigned flags) { (void)flags; return 0; }
-EXPORT int cuDriverGetVersion(int* v) { *v = 13000; return 0; }
+EXPORT void fake_cuda_set_driver_version(int v) { driver_version = v; }
+EXPORT int cuDriverGetVersion(int* v) { *v = driver_version; return 0; }
 EXPORT int cuDeviceGetCount(int* n) { *n = 2; return 0; }
 EXPORT int cuDeviceGet(int* dev, int ordinal) {
   if (ordinal < 0 || ordinal > 1) return 101; /* CUDA_ERROR_INVALID_DEVICE */
@@ -72,6 +76,31 @@ EXPORT int cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsig
   fake_record_launch(launches, &launch_count, 256, fn, gx, gy, gz, bx, by, bz, current_device);
   if (kernel_hook) kernel_hook((const char*)fn, params[0]);
   return 0;
+}
+/* CUlaunchConfig and CUlaunchAttribute as cuda.h lays them out (64-bit). */
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int value;
+  } value;
+} fake_launch_attribute;
+typedef struct {
+  unsigned grid[3], block[3], shared_bytes;
+  void* stream;
+  fake_launch_attribute* attrs;
+  unsigned num_attrs;
+} fake_launch_config;
+EXPORT int cuLaunchKernelEx(const fake_launch_config* c, void* fn, void** params, void** extra) {
+  int programmatic = 0;
+  for (unsigned i = 0; i < c->num_attrs; ++i)
+    if (c->attrs[i].id == 6) programmatic = c->attrs[i].value.value != 0;
+  const int before = launch_count;
+  int rc = cuLaunchKernel(fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
+                          c->shared_bytes, c->stream, params, extra);
+  if (rc == 0 && launch_count > before) launches[before].programmatic = programmatic;
+  return rc;
 }
 EXPORT int cuMemAlloc_v2(unsigned long long* ptr, size_t bytes) {
   if (current_device < 0) return 201; /* CUDA_ERROR_INVALID_CONTEXT */

@@ -38,15 +38,17 @@ std::string to_string(Vendor v);
   X(cuMemcpyHtoDAsync, int, (unsigned long long, const void*, size_t, void*), "cuMemcpyHtoDAsync_v2")        \
   X(cuMemcpyDtoHAsync, int, (void*, unsigned long long, size_t, void*), "cuMemcpyDtoHAsync_v2")              \
   X(cuStreamSynchronize, int, (void*), "cuStreamSynchronize")
-// Optional: stream-ordered scratch for split-KV (CUDA 11.2; without it calls are not split) and
-// graph-capture detection (CUDA 10.0; without it every call takes the capture-safe path).
+// Optional: stream-ordered scratch for split-KV (CUDA 11.2; without it calls are not split),
+// graph-capture detection (CUDA 10.0; without it every call takes the capture-safe path) and
+// launches with attributes (CUDA 12.0: the split merge as a programmatic dependent, runtime.hpp).
 #define AC_CUDA_OPTIONAL(X)                                                                                  \
   X(cuMemAllocAsync, int, (unsigned long long*, size_t, void*), "cuMemAllocAsync")                           \
   X(cuMemFreeAsync, int, (unsigned long long, void*), "cuMemFreeAsync")                                      \
   X(cuMemPoolCreate, int, (void**, const void*), "cuMemPoolCreate")                                          \
   X(cuMemPoolSetAttribute, int, (void*, int, void*), "cuMemPoolSetAttribute")                                \
   X(cuMemAllocFromPoolAsync, int, (unsigned long long*, size_t, void*, void*), "cuMemAllocFromPoolAsync")    \
-  X(cuStreamIsCapturing, int, (void*, int*), "cuStreamIsCapturing")
+  X(cuStreamIsCapturing, int, (void*, int*), "cuStreamIsCapturing")                                         \
+  X(cuLaunchKernelEx, int, (const void*, void*, void**, void**), "cuLaunchKernelEx")
 
 // Device memory, copies and stream synchronisation serve the self-test of the fallback kernels
 // (selftest.hpp in the dispatch core): every CUDA and ROCm release has them.

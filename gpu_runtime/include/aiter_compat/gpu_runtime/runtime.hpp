@@ -53,6 +53,14 @@ void* module_function(Vendor v, void* module, const char* name);
 void allow_dynamic_shared(Vendor v, void* fn, int bytes);
 void launch(Vendor v, void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned threads, unsigned smem, void* stream,
             void** args);
+// Launches `fn` as a programmatic dependent of the kernel before it on `stream` (CUDA's
+// programmatic stream serialization): it may start once every block of that kernel has called
+// ac_allow_dependents() (portability.hpp), and its ac_wait_for_primary() holds it until that
+// kernel has finished and its writes are visible. NVIDIA only, on drivers from CUDA 12.3 (which
+// also keep the dependency in captured graphs); returns false, having launched nothing, where
+// the driver lacks it. The caller decides for which kernels and GPUs (sm_90 on) it applies.
+bool launch_dependent(Vendor v, void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned threads, unsigned smem,
+                      void* stream, void** args);
 // Whether `stream` is being captured into a graph; nullopt when the runtime cannot say.
 std::optional<bool> stream_capturing(Vendor v, void* stream);
 
