@@ -43,7 +43,7 @@ concept TileLoader = requires(A a, const TileContext& c, unsigned char* smem, in
   { a.q_landed(c) } -> ac_is<float>;  // what Q was divided by (1 unless the tiles rescaled it)
   a.issue_next(c, i, t, t);  // the loads of the tiles ahead
   a.done_with(c, i, t, t);   // tile t's memory may be refilled
-  { a.valid_keys(t) } -> ac_is<const uint8_t*>;
+  static_cast<bool>(a.valid_keys(t)[i]);  // key i of tile t holds a row of the cache (bytes or bits)
   { a.pages_masked(t) } -> ac_is<bool>;
   a.drain();
   { a.sink_s } -> ac_is<float*&>;  // each row's sink, read early (log2 units)

@@ -162,8 +162,10 @@ AC_LAYOUT int p_lane_xor(int lane, int e) {
 // WmmaRdna4, WmmaGfx1250): where each lane's operands come from in LDS and registers, and which key and dim
 // each of its accumulator elements is. Each lane holds one query row of S^T and O^T (its D
 // column). kWarpKeys: keys of a tile each wave scores; kPitch: 16-bit elements per LDS row of K
-// (and of V when kVPitch is 0); kVPitch > 0: V is held transposed, kVPitch keys per dim row.
-template <class Layout, int kWarpKeys, int kPitch, int kVPitch = 0>
+// (and of V when kVPitch is 0); kVPitch > 0: V is held transposed, kVPitch keys per dim row;
+// kSwizzle > 0: K and V rows unpadded, their 16-byte chunks XOR-swizzled by key (kSwizzle: the
+// chunks of a row), and each wave loading the keys it scores (kernel_params.h, packed).
+template <class Layout, int kWarpKeys, int kPitch, int kVPitch = 0, int kSwizzle = 0>
 struct AmdTileMaps {
   using L = Layout;
   static constexpr int kN = L::kN;
@@ -174,8 +176,20 @@ struct AmdTileMaps {
   // K as S^T's A operand: the LDS offset of element 0 of key chunk ch, step ks (its elements
   // consecutive in runs of elem_run, elem_run_k apart).
   AC_LAYOUT static int k_offset(int warp_n, int ch, int ks, int lane) {
-    return (warp_n * kWarpKeys + ch * kN + L::ab_index(lane)) * kPitch + ks * L::kK + L::ab_k(lane, 0);
+    return k_at(warp_n * kWarpKeys + ch * kN + L::ab_index(lane), ks * L::kK + L::ab_k(lane, 0));
   }
+  // Where dim `dim` of a K or V row sits within the row: in place, or (swizzled) its 16-byte chunk
+  // XORed with the key, so that the kN lanes reading one dim of kN keys meet kN different chunks
+  // (32 or 64 banks) instead of one bank. An operand's run (4 or 8 dims from a multiple of 4 or 8)
+  // stays inside one chunk, one vector read.
+  AC_LAYOUT static int lds_dim(int key, int dim) {
+    return kSwizzle ? ((dim / 8) ^ (key % kSwizzle)) * 8 + dim % 8 : dim;
+  }
+  AC_LAYOUT static int k_at(int key, int dim) { return key * kPitch + lds_dim(key, dim); }
+  // Swizzled tiles: the wave loads its own keys, chunk x = lane + kLanes i of them (i: the lane's
+  // loads of the tile): key wave kWarpKeys + x / kSwizzle, chunk x % kSwizzle.
+  AC_LAYOUT static int wave_load_key(int wave, int lane, int i) { return wave * kWarpKeys + (lane + L::kLanes * i) / kSwizzle; }
+  AC_LAYOUT static int wave_load_chunk(int lane, int i) { return (lane + L::kLanes * i) % kSwizzle; }
   // Score element e (register e % kRegs of chunk e / kRegs): its key in the tile.
   AC_LAYOUT static int score_key(int warp_n, int lane, int e) {
     return warp_n * kWarpKeys + (e / L::kRegs) * kN + L::d_row(lane, e % L::kRegs);
@@ -187,7 +201,7 @@ struct AmdTileMaps {
   }
   // Where key `key`'s dim `dim` of V is in LDS. Transposed, an operand's kElems keys (consecutive
   // in ab_k) are consecutive elements.
-  AC_LAYOUT static int v_at(int key, int dim) { return kVPitch ? dim * kVPitch + key : key * kPitch + dim; }
+  AC_LAYOUT static int v_at(int key, int dim) { return kVPitch ? dim * kVPitch + key : k_at(key, dim); }
   static constexpr bool kVTransposed = kVPitch > 0;
   // Output element e (register e % kRegs of dim block e / kRegs): its dim. Registers kRun g ..
   // kRun g + kRun - 1 are consecutive dims (MFMA, RDNA4: stored 4 at a time, one 8-byte (16-bit)

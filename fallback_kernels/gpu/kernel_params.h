@@ -59,15 +59,28 @@ struct ac_tiled_shape {
   int warpgroup = 0;  // 1: warpgroup MMA (warps_m a multiple of 4, m_tiles 1, warps_n 1)
   int lanes = 32;     // 64: CDNA waves (MFMA); 32: NVIDIA warps, RDNA waves (WMMA)
   int tile_rows = 16; // query rows of one m-tile: 16 (mma.sync, MFMA 16x16x16, WMMA) or 32 (MFMA 32x32x8)
-  int amd = 0;        // 1: the MFMA tiles (K and V rows padded in LDS, Q in registers); 2: the WMMA tiles (V^T in LDS)
+  int amd = 0;        // 1: the MFMA tiles (K and V rows padded in LDS, Q in registers); 2: the WMMA tiles (V^T in LDS);
+                      // 3: the MFMA tiles packed (below)
   constexpr int threads() const { return warps_m * warps_n * lanes; }
   // AMD: the waves per SIMD the registers must leave room for (four SIMDs per CU or WGP).
   constexpr int waves_per_simd() const { return blocks_per_sm * threads() / (4 * lanes); }
   constexpr int block_m() const { return warps_m * m_tiles * tile_rows; }
-  constexpr int out_stride() const { return head_dim + 4; }  // floats per row of the epilogue buffer
+  // The MFMA "keys" tiles at head dim 128 and up keep K and V in LDS without padding: their two
+  // 64-key tiles then take exactly 32 KiB, so that two blocks (two waves per SIMD) share gfx90a's
+  // and gfx942's 64 KiB. Their rows' 16-byte chunks are XOR-swizzled by key instead (the lanes
+  // reading one dim of 16 keys still meet 16 different chunks: fragment_layouts.hpp, lds_dim);
+  // each wave loads the 16 keys it scores, so that a key's validity is a bit of a wave ballot
+  // rather than an LDS byte; and the epilogue combines the waves' outputs in two halves of the
+  // dims, its buffer and the rows' sinks in the memory the tiles used.
+  constexpr bool packed() const { return amd == 3; }
+  constexpr int lds_swizzle() const { return packed() ? head_dim / 8 : 0; }  // chunks a row's XOR spans; 0: none
+  constexpr int epilogue_passes() const { return packed() ? 2 : 1; }
+  // Floats per row of the epilogue buffer (one pass's dims, padded by 4).
+  constexpr int out_stride() const { return head_dim / epilogue_passes() + 4; }
   // 16-bit elements per K or V row in shared memory: NVIDIA's rows are swizzled in place; AMD's
-  // are padded by 16 bytes, so that the lanes reading one element of 32 rows use 32 banks.
-  constexpr int row_pitch() const { return amd ? head_dim + 8 : head_dim; }
+  // are padded by 16 bytes, so that the lanes reading one element of 32 rows use 32 banks (the
+  // packed tiles: swizzled, above).
+  constexpr int row_pitch() const { return amd && !packed() ? head_dim + 8 : head_dim; }
   // The WMMA tiles keep V transposed in LDS (a row of block_n keys per dim, padded by 16 bytes), so
   // that the keys of one dim an A operand holds are one vector read, not kElems 16-bit reads: with
   // 32-lane waves those reads, hoisted, were what spilled. 0: V rows as K's.
@@ -78,10 +91,15 @@ struct ac_tiled_shape {
   // partial outputs and (max, sum) of every warp (AMD row tiles store from registers: none).
   // Past both: each row's sink (fp32), read from memory at the block's start so that the
   // epilogue does not wait on it.
+  // The packed tiles' sinks follow the epilogue buffer inside the tiles' memory: they are written
+  // there once the loop is over (tiled_attention.hpp).
+  constexpr int loop_bytes() const {
+    return (amd ? 0 : block_m() * head_dim * 2) + stages * (block_n * row_pitch() + v_elems()) * 2 +
+           (packed() ? 0 : stages * block_n);
+  }
+  constexpr int epilogue_bytes() const { return amd && warps_n == 1 ? 0 : warps_n * block_m() * (out_stride() + 2) * 4; }
   constexpr int sink_offset() const {
-    const int loop = (amd ? 0 : block_m() * head_dim * 2) + stages * (block_n * row_pitch() + v_elems()) * 2 +
-                     stages * block_n;
-    const int epilogue = amd && warps_n == 1 ? 0 : warps_n * block_m() * (out_stride() + 2) * 4;
+    const int loop = packed() ? 0 : loop_bytes(), epilogue = epilogue_bytes();
     return ((loop > epilogue ? loop : epilogue) + 15) / 16 * 16;
   }
   // The row's token by a plain division instead of the launcher's multiply-shift (fast_divide.hpp):
@@ -92,7 +110,8 @@ struct ac_tiled_shape {
   constexpr bool plain_row_divide() const { return warpgroup && head_dim == 64; }
   constexpr int smem_bytes() const {
     // Warpgroup operands need 1024-byte-aligned tiles: room to align the start.
-    return sink_offset() + block_m() * 4 + (warpgroup ? 1024 : 0);
+    const int bytes = sink_offset() + block_m() * 4 + (warpgroup ? 1024 : 0);
+    return packed() && loop_bytes() > bytes ? loop_bytes() : bytes;
   }
 };
 // Head dim 256 (the row shape only): one 16-row m-tile per warp and 32-key tiles, so that the
@@ -118,9 +137,14 @@ constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
 constexpr ac_tiled_shape ac_tiled_rows_shape_amd(int head_dim) {
   return ac_tiled_shape{4, 1, 1, head_dim == 64 ? 64 : 32, 1, head_dim, head_dim == 256 ? 1 : 2, 0, 64, 32, 1};
 }
-constexpr ac_tiled_shape ac_tiled_keys_shape_amd(int head_dim) {
-  return ac_tiled_shape{1, 1, 4, 64, 1, head_dim, 2, 0, 64, 16, 1};
+// At head dim 128 the "keys" tiles are packed (amd 3: unpadded swizzled rows, 32 KiB) where a CU
+// has 64 KiB of LDS (gfx90a, gfx942): two blocks, two waves per SIMD, where the padded tiles'
+// 34.9 KB held one. gfx950's 160 KiB hold four padded blocks, and the registers three: the swizzled
+// addresses' 26-30 more VGPRs would cost it its third wave, so it keeps the padded tiles.
+constexpr ac_tiled_shape ac_tiled_keys_shape_amd(int head_dim, int lds_kib = 64) {
+  return ac_tiled_shape{1, 1, 4, 64, 1, head_dim, 2, 0, 64, 16, head_dim >= 128 && lds_kib <= 64 ? 3 : 1};
 }
+constexpr ac_tiled_shape ac_tiled_keys_shape_gfx950(int head_dim) { return ac_tiled_keys_shape_amd(head_dim, 160); }
 // RDNA3 and RDNA4 (WMMA 16 x 16 x 16 on 32-lane waves): the same blocks of four waves, each wave
 // 16 query rows ("rows") or 16 keys of a 64-key tile ("keys"), V transposed in LDS (v_pitch). A
 // lane holds 8 of each instruction's 16 accumulator rows (MFMA 16 x 16: 4 of 16, 32 x 32: 16 of

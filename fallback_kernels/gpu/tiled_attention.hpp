@@ -111,7 +111,9 @@ struct TiledAttention : TileContext {
     tiles.prologue(*this, tid, n_tiles);
     // The epilogue (past at least one barrier) reads the sinks from shared memory instead of
     // waiting on memory at the end.
-    if (p.num_splits == 1) {
+    // (The packed tiles' sinks go where the K and V tiles are: they wait in a register until the
+    // epilogue.)
+    if (!S.packed() && p.num_splits == 1) {
       if constexpr (A::kEarlySinks) {
         if (tid < kBlockM) tiles.sink_s[tid] = row0 + tid < rows_total ? early_sink * kLog2e : -AC_INFINITY;
       } else {
@@ -150,7 +152,7 @@ struct TiledAttention : TileContext {
       }
 
       if (tiles.pages_masked(it) || j0 < unmasked.begin || j0 + S.block_n > unmasked.end) {
-        const uint8_t* valid = tiles.valid_keys(it);
+        const auto valid = tiles.valid_keys(it);
         bool key_ok[A::kKeys];  // each of this thread's keys read once, whichever rows share it
 #pragma unroll
         for (int k = 0; k < A::kKeys; ++k) {
@@ -198,60 +200,74 @@ struct TiledAttention : TileContext {
     if constexpr (A::kDirectStore) {
       tiles.store_direct(*this, o, m_run[0], l_run[0], split, warp_m, lane, v_scale);
     } else {
-      epilogue(tiles, o, m_run, l_run, split, warp_m, warp_n, lane, tid, v_scale);
+      epilogue(tiles, o, m_run, l_run, split, warp_m, warp_n, lane, tid, v_scale, early_sink);
     }
     ac_sync();  // the next m-tile reuses shared memory
   }
 
   // Every warp's rows into shared memory (the key tiles are free now), then each (row, 16-byte
-  // chunk) combined over the warps that split its keys and written once.
+  // chunk) combined over the warps that split its keys and written once; the packed tiles in two
+  // passes over halves of the dims (kernel_params.h), their rows' sinks stored first.
   AC_MEMBER void epilogue(A& tiles, typename A::Out& o, float (&m_run)[A::kRowSlots], float (&l_run)[A::kRowSlots], int32_t split,
-                          int warp_m, int warp_n, int lane, int tid, float v_scale) {
+                          int warp_m, int warp_n, int lane, int tid, float v_scale, float early_sink) {
+    constexpr int kPasses = S.epilogue_passes(), kPassCols = D / kPasses, kPassChunks = kChunks / kPasses;
     float* o_s = tiles.epilogue_buffer();
     float* m_s = o_s + S.warps_n * kBlockM * S.out_stride();
     float* l_s = m_s + S.warps_n * kBlockM;
-#pragma unroll
-    for (int slot = 0; slot < A::kRowSlots; ++slot) {
-      const float l = tiles.row_sum(l_run[slot]);
-      const int r = warp_n * kBlockM + tiles.slot_row(warp_m, lane, slot);
-#pragma unroll
-      for (int e = 0; e < A::kOutElems; ++e)
-        if (tiles.out_slot(e) == slot) o_s[r * S.out_stride() + tiles.out_col(lane, e)] = tiles.at(o, e);
-      if (tiles.slot_writer(lane)) m_s[r] = m_run[slot], l_s[r] = l;
+    if constexpr (S.packed()) {
+      if (p.num_splits == 1 && tid < kBlockM) tiles.sink_s[tid] = row0 + tid < rows_total ? early_sink * kLog2e : -AC_INFINITY;
     }
-    ac_sync();
-    for (int x = tid; x < kBlockM * kChunks; x += kThreads) {
-      const int r = x / kChunks, c = x % kChunks, flat = row0 + r;
-      if (flat >= rows_total) continue;
-      const RowOfGroup row = ac_row_of<kPlain>(p, flat);
-      const int32_t token = seq.q_start + row.token, h = kh * group + row.head;
-      float mx = -AC_INFINITY;
 #pragma unroll
-      for (int w = 0; w < S.warps_n; ++w) mx = fmaxf(mx, m_s[w * kBlockM + r]);
-      float l = 0.f, acc[8];
+    for (int pass = 0; pass < kPasses; ++pass) {
+      if (pass > 0) ac_sync();  // the previous pass's reads are done
 #pragma unroll
-      for (int i = 0; i < 8; ++i) acc[i] = 0.f;
+      for (int slot = 0; slot < A::kRowSlots; ++slot) {
+        const int r = warp_n * kBlockM + tiles.slot_row(warp_m, lane, slot);
 #pragma unroll
-      for (int w = 0; w < S.warps_n; ++w) {
-        const float mw = m_s[w * kBlockM + r];
-        if (mw == -AC_INFINITY) continue;
-        const float f = ac_exp2(mw - mx);
-        l += l_s[w * kBlockM + r] * f;
-        const float* src = o_s + (w * kBlockM + r) * S.out_stride() + c * 8;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] += src[i] * f;
+        for (int e = 0; e < A::kOutElems; ++e) {
+          const int col = tiles.out_col(lane, e);
+          if (tiles.out_slot(e) == slot && (kPasses == 1 || col / kPassCols == pass))
+            o_s[r * S.out_stride() + col - pass * kPassCols] = tiles.at(o, e);
+        }
+        if (pass == 0) {
+          const float l = tiles.row_sum(l_run[slot]);
+          if (tiles.slot_writer(lane)) m_s[r] = m_run[slot], l_s[r] = l;
+        }
       }
-      if (p.num_splits > 1) {
-        float* dst = partial_out_row(p, split, token, h, D) + c * 8;
+      ac_sync();
+      for (int x = tid; x < kBlockM * kPassChunks; x += kThreads) {
+        const int r = x / kPassChunks, c = pass * kPassChunks + x % kPassChunks, flat = row0 + r;
+        if (flat >= rows_total) continue;
+        const RowOfGroup row = ac_row_of<kPlain>(p, flat);
+        const int32_t token = seq.q_start + row.token, h = kh * group + row.head;
+        float mx = -AC_INFINITY;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) dst[i] = acc[i] * v_scale;
-        if (c == 0) store_partial_ml<true>(p, split, token, h, mx, l);
-        continue;
+        for (int w = 0; w < S.warps_n; ++w) mx = fmaxf(mx, m_s[w * kBlockM + r]);
+        float l = 0.f, acc[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] = 0.f;
+#pragma unroll
+        for (int w = 0; w < S.warps_n; ++w) {
+          const float mw = m_s[w * kBlockM + r];
+          if (mw == -AC_INFINITY) continue;
+          const float f = ac_exp2(mw - mx);
+          l += l_s[w * kBlockM + r] * f;
+          const float* src = o_s + (w * kBlockM + r) * S.out_stride() + c * 8 - pass * kPassCols;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[i] += src[i] * f;
+        }
+        if (p.num_splits > 1) {
+          float* dst = partial_out_row(p, split, token, h, D) + c * 8;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) dst[i] = acc[i] * v_scale;
+          if (c == 0) store_partial_ml<true>(p, split, token, h, mx, l);
+          continue;
+        }
+        const RowFinish fin = finish_row<true>(mx, l, tiles.sink_s[r], v_scale);
+        // The fp8-cache kernels store in the call's out type (their tiles may be f16 under a bf16 out).
+        store_out<Tile, kKv8, 8>(p, out_index(p, token, h, c * 8), acc, fin.scale);
+        if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = fin.lse;
       }
-      const RowFinish fin = finish_row<true>(mx, l, tiles.sink_s[r], v_scale);
-      // The fp8-cache kernels store in the call's out type (their tiles may be f16 under a bf16 out).
-      store_out<Tile, kKv8, 8>(p, out_index(p, token, h, c * 8), acc, fin.scale);
-      if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = fin.lse;
     }
   }
 };
@@ -337,7 +353,11 @@ AC_TILED_KERNELS_AT(keys, ac_tiled_keys_shape_rdna, 128)
 #else
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape_amd)
 AC_TILED_KERNELS_D256(rows, ac_tiled_rows_shape_amd)
+#if defined(__gfx950__)
+AC_TILED_KERNELS(keys, ac_tiled_keys_shape_gfx950)
+#else
 AC_TILED_KERNELS(keys, ac_tiled_keys_shape_amd)
+#endif
 #endif
 #undef AC_TILED_KERNELS
 #undef AC_TILED_KERNELS_D256

@@ -30,7 +30,7 @@ template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 struct AmdTiles {
   static constexpr int N = S.tile_rows;  // the instruction's M = N: MFMA 32 ("rows") or 16 ("keys"); WMMA 16
   using L = AmdLayout<N>;
-  using Map = ac_layout::AmdTileMaps<L, S.block_n / S.warps_n, S.row_pitch(), S.v_pitch()>;
+  using Map = ac_layout::AmdTileMaps<L, S.block_n / S.warps_n, S.row_pitch(), S.v_pitch(), S.lds_swizzle()>;
   using Frag = AmdFrag<L::kElems>;
   using Acc = AmdAcc<L>;
   static constexpr int D = S.head_dim;
@@ -46,10 +46,16 @@ struct AmdTiles {
   static constexpr int kStoreRun = L::kRun >= 4 ? 4 : 1;     // consecutive output dims stored at once
   static constexpr int kChunks = D / 8;                      // 16-byte chunks per row
   static constexpr int kLoads = S.block_n * kChunks / kThreads;  // chunks per thread per tile, of K and of V
+  // Unpadded, swizzled LDS rows, each wave loading its own keys (kernel_params.h, packed).
+  static constexpr bool kPacked = S.packed();
   static_assert(S.lanes == L::kLanes && L::kN == N && S.m_tiles == 1 && S.stages == 1 && kWarpKeys % N == 0 &&
                 kWarpKeys % L::kK == 0, "AMD tile shape");
   static_assert(S.block_n * kChunks % kThreads == 0 && (S.warps_m == 1 || S.warps_n == 1), "AMD tile shape");
+  static_assert(!kPacked || (S.warps_m == 1 && kLanes == 64 && kWarpKeys <= 32 && kChunks == S.lds_swizzle() &&
+                             kWarpKeys * kChunks == kLoads * kLanes && kLanes % kChunks == 0),
+                "packed tiles: 64-lane waves over keys, each loading its own (at most 32) keys");
   static constexpr bool kEarlySinks = S.warps_n > 1 && kBlockM <= kThreads;
+  static_assert(!kPacked || kEarlySinks, "the packed tiles hold their rows' sinks in registers until the epilogue");
   static constexpr bool kWarpgroup = false;
   // Row tiles own their rows whole: the output goes from registers to memory. Key tiles combine
   // the waves' partial results in LDS, as on NVIDIA.
@@ -86,7 +92,8 @@ struct AmdTiles {
 
   uint16_t* k_s;
   uint16_t* v_s;
-  uint8_t* valid_s;
+  uint8_t* valid_s;      // one byte per key of the tile in LDS (none when packed: valid_bits)
+  uint32_t valid_bits;   // packed: bit k, this wave's key k of the tile in LDS is valid (a ballot)
   float* sink_s;
   // One chunk (8 elements) of a K or V row as loaded: 16 bytes, or 8 bytes of fp8 codes.
   using Chunk = typename KvStorage<kKv8>::chunk8;
@@ -118,7 +125,8 @@ struct AmdTiles {
   AC_MEMBER void setup(unsigned char* smem) {
     k_s = reinterpret_cast<uint16_t*>(smem);
     v_s = k_s + S.block_n * kPitch;
-    valid_s = reinterpret_cast<uint8_t*>(v_s + S.v_elems());
+    valid_s = kPacked ? nullptr : reinterpret_cast<uint8_t*>(v_s + S.v_elems());
+    valid_bits = 0;
     sink_s = reinterpret_cast<float*>(smem + S.sink_offset());
   }
 
@@ -177,7 +185,7 @@ struct AmdTiles {
     const auto rows = c.rows<kPaged ? KvLayout::pages : KvLayout::contiguous>();
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int x = tid + i * kThreads, r = x / kChunks, ch = x % kChunks;
+      const int r = load_key(tid, i), ch = load_chunk(tid, i);
       const int32_t j = j0 + r;
       bool ok = j < c.k_end;
       const int32_t block = ok ? rows.page(j) : -1;
@@ -187,6 +195,16 @@ struct AmdTiles {
       vr[i] = ok ? *reinterpret_cast<const Chunk*>(v + voff + ch * 8) : Chunk{};
       row_ok[i] = ok;
     }
+  }
+  // Which key of the tile, and which 16-byte chunk of it, load i of thread tid brings: the
+  // block's chunks in order, or (packed) its wave's keys' chunks in order.
+  AC_DEVICE int load_key(int tid, int i) {
+    if constexpr (kPacked) return Map::wave_load_key(tid / kLanes, tid % kLanes, i);
+    else return (tid + i * kThreads) / kChunks;
+  }
+  AC_DEVICE int load_chunk(int tid, int i) {
+    if constexpr (kPacked) return Map::wave_load_chunk(tid % kLanes, i);
+    else return (tid + i * kThreads) % kChunks;
   }
   AC_DEVICE ac_u32x4 widen(const Chunk& chunk, bool fnuz) {
     if constexpr (kKv8) {
@@ -208,8 +226,8 @@ struct AmdTiles {
     constexpr bool fnuz = kKv8 && kFnuz;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int x = tid + i * kThreads, r = x / kChunks, ch = x % kChunks;
-      *reinterpret_cast<ac_u32x4*>(k_s + r * kPitch + ch * 8) = widen(kr[i], fnuz);
+      const int r = load_key(tid, i), ch = load_chunk(tid, i);
+      *reinterpret_cast<ac_u32x4*>(k_s + Map::k_at(r, ch * 8)) = widen(kr[i], fnuz);
       const ac_u32x4 v = widen(vr[i], fnuz);
       if constexpr (Map::kVTransposed) {  // the chunk's 8 dims, one row of V^T each
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
@@ -218,7 +236,21 @@ struct AmdTiles {
       } else {
         *reinterpret_cast<ac_u32x4*>(v_s + Map::v_at(r, ch * 8)) = v;
       }
-      if (ch == 0) valid_s[r] = row_ok[i];
+      if constexpr (!kPacked) {
+        if (ch == 0) valid_s[r] = row_ok[i];
+      }
+    }
+    if constexpr (kPacked) {
+      // Lane q kChunks (q < kLanes / kChunks) of load i brought chunk 0 of the wave's key wave_load_key(0, q kChunks, i).
+      constexpr int kKeysPerLoad = kLanes / kChunks;
+      uint32_t bits = 0;
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        const uint64_t b = __builtin_amdgcn_ballot_w64(row_ok[i]);
+#pragma unroll
+        for (int q = 0; q < kKeysPerLoad; ++q) bits |= static_cast<uint32_t>(b >> (q * kChunks) & 1u) << Map::wave_load_key(0, q * kChunks, i);
+      }
+      valid_bits = bits;
     }
   }
 
@@ -245,7 +277,17 @@ struct AmdTiles {
     store(c, tid);
     if (it + 2 < n_tiles) fetch(c, tid, c.k_begin + (it + 2) * S.block_n);
   }
-  AC_MEMBER const uint8_t* valid_keys(int32_t) const { return valid_s; }
+  // Packed: the tile's validity as this wave's ballot bits, indexed by the key in the tile (the
+  // mainloop asks only for the keys the wave scores).
+  struct KeyBits {
+    uint32_t bits;
+    int first;  // the wave's first key in the tile
+    AC_MEMBER bool operator[](int key) const { return bits >> (key - first) & 1u; }
+  };
+  AC_MEMBER auto valid_keys(int32_t) const {
+    if constexpr (kPacked) return KeyBits{valid_bits, ac_thread_x() / kLanes * kWarpKeys};
+    else return static_cast<const uint8_t*>(valid_s);
+  }
   AC_MEMBER float* epilogue_buffer() const { return reinterpret_cast<float*>(k_s); }
 
   // S^T = K Q^T for this wave's keys of the tile in LDS.

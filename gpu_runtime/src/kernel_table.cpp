@@ -138,7 +138,10 @@ ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch) {
     return id == KernelId::tiled_keys ? ac_tiled_keys_shape_gfx1250(head_dim) : ac_tiled_rows_shape_gfx1250(head_dim);
   if (is_rdna_wmma_arch(arch))
     return id == KernelId::tiled_keys ? ac_tiled_keys_shape_rdna(head_dim) : ac_tiled_rows_shape_rdna(head_dim);
-  if (is_amd_arch(arch)) return id == KernelId::tiled_keys ? ac_tiled_keys_shape_amd(head_dim) : ac_tiled_rows_shape_amd(head_dim);
+  if (is_amd_arch(arch)) {
+    if (id != KernelId::tiled_keys) return ac_tiled_rows_shape_amd(head_dim);
+    return arch.rfind("gfx950", 0) == 0 ? ac_tiled_keys_shape_gfx950(head_dim) : ac_tiled_keys_shape_amd(head_dim);
+  }
   return id == KernelId::tiled_keys ? ac_tiled_keys_shape(head_dim)
          : id == KernelId::tiled_wgmma ? ac_tiled_wgmma_shape(head_dim)
                                        : ac_tiled_rows_shape(head_dim);

@@ -346,7 +346,7 @@ template <ac_tiled_shape S, class L>
 std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
   constexpr int N = S.tile_rows, D = S.head_dim, kWarpKeys = S.block_n / S.warps_n, kPitch = S.row_pitch();
   constexpr int W = L::kLanes;
-  using Map = ac_layout::AmdTileMaps<L, kWarpKeys, kPitch, S.v_pitch()>;
+  using Map = ac_layout::AmdTileMaps<L, kWarpKeys, kPitch, S.v_pitch(), S.lds_swizzle()>;
   constexpr int kKeyChunks = kWarpKeys / N, kDimBlocks = D / N, kKSteps = D / L::kK, kPSteps = kWarpKeys / L::kK;
   constexpr int kBlockM = S.block_m(), kWaves = S.warps_m * S.warps_n;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -394,18 +394,50 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
     }
     // LDS: one stage of K rows at the padded pitch, V as the shape keeps it (rows, or V^T on
     // WMMA), validity bytes; poisoned padding, so that an index into it shows.
+    // Packed shapes (kernel_params.h): unpadded rows swizzled by key, each wave loading its own
+    // keys' 16-byte chunks (Map::wave_load_key / wave_load_chunk) and holding their validity as
+    // ballot bits, set as the kernel sets them; every element must be written exactly once.
     std::vector<float> k_s(S.block_n * kPitch), v_s(S.v_elems());
     std::vector<uint8_t> valid(S.block_n);
+    std::vector<uint32_t> valid_bits(kWaves, 0);
+    auto row_ok = [&](int j) { return j < k_end && key_in_cache(pb, j); };
     for (int it = 0; it < n_tiles; ++it) {
       const int j0 = k_begin + it * S.block_n;
       std::fill(k_s.begin(), k_s.end(), NAN), std::fill(v_s.begin(), v_s.end(), NAN);
-      for (int r = 0; r < S.block_n; ++r) {
-        const int j = j0 + r;
-        const bool ok = j < k_end && key_in_cache(pb, j);
-        valid[r] = ok;
-        for (int c = 0; c < D; ++c) {
-          k_s[r * kPitch + c] = ok ? x.k[static_cast<size_t>(j) * D + c] : 0.f;
-          v_s[Map::v_at(r, c)] = ok ? x.v[static_cast<size_t>(j) * D + c] : 0.f;
+      if constexpr (S.packed()) {
+        constexpr int kChunks = D / 8, kLoads = kWarpKeys * kChunks / W;
+        std::vector<int> writes(S.block_n * D, 0);
+        for (int w = 0; w < kWaves; ++w) {
+          valid_bits[w] = 0;
+          for (int i = 0; i < kLoads; ++i)
+            for (int lane = 0; lane < W; ++lane) {
+              const int r = Map::wave_load_key(w, lane, i), ch = Map::wave_load_chunk(lane, i), j = j0 + r;
+              const bool own = r >= w * kWarpKeys && r < (w + 1) * kWarpKeys;
+              EXPECT_TRUE(own) << "wave " << w << " loads key " << r;
+              if (!own) continue;
+              const bool ok = row_ok(j);
+              for (int d = 0; d < 8; ++d) {  // one 16-byte store at the chunk's first dim, as the kernel's
+                const int c = ch * 8 + d;
+                ++writes[r * D + c];
+                EXPECT_EQ(Map::k_at(r, c), Map::k_at(r, ch * 8) + d);
+                k_s[Map::k_at(r, ch * 8) + d] = ok ? x.k[static_cast<size_t>(j) * D + c] : 0.f;
+                v_s[Map::v_at(r, ch * 8) + d] = ok ? x.v[static_cast<size_t>(j) * D + c] : 0.f;
+              }
+              if (lane % kChunks == 0)  // the kernel's bit: the key in the wave that lane q kChunks of load i brings
+                valid_bits[w] |= static_cast<uint32_t>(ok) << Map::wave_load_key(0, lane, i);
+            }
+        }
+        for (int n : writes) EXPECT_EQ(n, 1) << "an LDS element written " << n << " times";
+        for (int r = 0; r < S.block_n; ++r) valid[r] = valid_bits[r / kWarpKeys] >> (r % kWarpKeys) & 1u;
+      } else {
+        for (int r = 0; r < S.block_n; ++r) {
+          const int j = j0 + r;
+          const bool ok = row_ok(j);
+          valid[r] = ok;
+          for (int c = 0; c < D; ++c) {
+            k_s[Map::k_at(r, c)] = ok ? x.k[static_cast<size_t>(j) * D + c] : 0.f;
+            v_s[Map::v_at(r, c)] = ok ? x.v[static_cast<size_t>(j) * D + c] : 0.f;
+          }
         }
       }
       for (int w = 0; w < kWaves; ++w) {
@@ -431,7 +463,13 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
           const int rlo = flat < rows_total ? range.lo(t) : 0, rhi = flat < rows_total ? range.hi(t) : 0;
           for (int e = 0; e < kElems; ++e) {
             const int key = Map::score_key(warp_n, lane, e), j = j0 + key;
-            if (!(j < k_end && valid[key]) || j < rlo || j >= rhi) score(lane, e) = -INFINITY;
+            bool key_valid = valid[key];
+            if constexpr (S.packed()) {  // the wave's own bits, as the kernel reads them (tiles_amd.hpp, KeyBits)
+              const int in_wave = key - warp_n * kWarpKeys;
+              EXPECT_TRUE(in_wave >= 0 && in_wave < kWarpKeys) << "wave " << warp_n << " scores key " << key;
+              key_valid = in_wave >= 0 && in_wave < kWarpKeys && (valid_bits[warp_n] >> in_wave & 1u);
+            }
+            if (!(j < k_end && key_valid) || j < rlo || j >= rhi) score(lane, e) = -INFINITY;
             mx[lane] = std::max(mx[lane], score(lane, e));
           }
         }
@@ -567,6 +605,8 @@ TEST(MfmaModel, RowTilesD128PagedHoleNoSinks) {
 TEST(MfmaModel, KeyTilesD64DecodeGroup8Sinks) {
   expect_tiles_match_reference<ac_tiled_keys_shape_amd(64)>({1, 300, 8, 0, true, -1, true, -1, -1, false});
 }
+// Head dim 128's "keys" tiles: packed on gfx90a and gfx942 (unpadded rows swizzled by key, each
+// wave loading its own keys, their validity as ballot bits), padded on gfx950.
 TEST(MfmaModel, KeyTilesD128WindowHoleF16) {
   expect_tiles_match_reference<ac_tiled_keys_shape_amd(128)>({2, 211, 5, 0, true, 127, true, 64, 80, true});
 }
@@ -574,6 +614,10 @@ TEST(MfmaModel, KeyTilesD128WindowHoleF16) {
 // each split's partial output and (max, sum), merged with the sink once.
 TEST(MfmaModel, KeyTilesD128DecodeSplitsMerged) {
   expect_tiles_match_reference<ac_tiled_keys_shape_amd(128)>({1, 300, 8, 0, true, -1, true, -1, -1, false, 6});
+}
+TEST(MfmaModel, Gfx950KeyTilesD128WindowHoleSplitsMerged) {
+  static_assert(!ac_tiled_keys_shape_gfx950(128).packed() && ac_tiled_keys_shape_amd(128).packed());
+  expect_tiles_match_reference<ac_tiled_keys_shape_gfx950(128)>({2, 211, 5, 0, true, 127, true, 64, 80, false, 3});
 }
 TEST(MfmaModel, RowTilesD64SplitsMergedWindowF16) {
   expect_tiles_match_reference<ac_tiled_rows_shape_amd(64)>({40, 700, 2, 0, true, 300, true, 100, 130, true, 3});
