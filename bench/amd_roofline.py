@@ -4,7 +4,7 @@
 No AMD GPU runs these kernels here, so this is an ESTIMATE, not a measurement: it reads the built
 code objects (llvm-readelf's kernel metadata, llvm-objdump's instructions), takes each GPU's
 published peak figures, and works out for GPT-OSS-shaped cases (64 query heads, 8 KV heads,
-head dim 64, bf16):
+head dim 64, bf16), and decode again at head dim 128 (32 query heads, 8 KV heads: Llama-shaped):
   - decode (one query per sequence over a paged cache): the memory floor (K and V read once at
     the GPU's HBM bandwidth) and, for the tiled "keys" kernel, whether its MFMA work per key tile
     fits under that tile's memory time at the kernel's occupancy;
@@ -23,14 +23,26 @@ import sys
 
 # Published figures (AMD's data sheets): one device as a process sees it (MI250X: one GCD).
 GPUS = {
-    "gfx950": dict(name="MI355X", cus=256, ghz=2.4, tbs=8.0, legacy_mfma_tflops=1250.0, double_k_mfma_tflops=2500.0),
-    "gfx942": dict(name="MI300X", cus=304, ghz=2.1, tbs=5.3, legacy_mfma_tflops=1307.0),
-    "gfx90a": dict(name="MI250X (one GCD)", cus=110, ghz=1.7, tbs=1.6, legacy_mfma_tflops=191.5),
+    "gfx950": dict(name="MI355X", cus=256, ghz=2.4, tbs=8.0, legacy_mfma_tflops=1250.0, double_k_mfma_tflops=2500.0,
+                   lds_kib=160),
+    "gfx942": dict(name="MI300X", cus=304, ghz=2.1, tbs=5.3, legacy_mfma_tflops=1307.0, lds_kib=64),
+    "gfx90a": dict(name="MI250X (one GCD)", cus=110, ghz=1.7, tbs=1.6, legacy_mfma_tflops=191.5, lds_kib=64),
 }
 HQ, HK, D, BYTES = 64, 8, 64, 2
 DECODE = dict(batch=64, ctx=4096)
 PREFILL = dict(batch=4, seq=4096)
 KEY_TILE = 64  # keys per tile of the "keys" shape (kernel_params.h: ac_tiled_keys_shape_amd)
+
+
+def keys_lds_bytes(arch, d):
+    """The "keys" tiles' dynamic LDS per block, as kernel_params.h sizes it (smem_bytes): packed
+    (unpadded K and V tiles) at head dim 128 where a CU has 64 KiB, else rows padded by 16 bytes,
+    a validity byte per key and the 16 rows' sinks; or the four waves' epilogue, if larger."""
+    if d >= 128 and GPUS[arch]["lds_kib"] <= 64:
+        return 2 * KEY_TILE * d * 2
+    loop = 2 * KEY_TILE * (d + 8) * 2 + KEY_TILE
+    epilogue = 4 * 16 * (d + 4 + 2) * 4
+    return (max(loop, epilogue) + 15) // 16 * 16 + 16 * 4
 
 
 def tool(names):
@@ -81,25 +93,32 @@ def waves_per_simd(k):
     return min(8, 512 // max(regs, 8))
 
 
-def estimate(arch, kernels):
+def decode_row(arch, kernels, d):
     g = GPUS[arch]
-    rows = []
-    kv_bytes = DECODE["batch"] * DECODE["ctx"] * HK * D * BYTES * 2
+    kv_bytes = DECODE["batch"] * DECODE["ctx"] * HK * d * BYTES * 2
     floor_us = kv_bytes / (g["tbs"] * 1e12) * 1e6
-    keys = kernels.get("ac_tiled_keys_paged_bf16_d64", {})
-    # Per 64-key tile a block (one KV head: 8 query heads in a 16-row tile, four waves) reads
-    # the tile's K and V once; each wave runs its MFMAs on its own SIMD.
-    tile_bytes = KEY_TILE * D * BYTES * 2
+    keys = kernels.get(f"ac_tiled_keys_paged_bf16_d{d}", {})
+    # Per 64-key tile a block (one KV head: its query heads in a 16-row tile, four waves, one per
+    # SIMD) reads the tile's K and V once; each wave runs its MFMAs on its own SIMD. Resident
+    # blocks per CU: the fewer of what the registers and the LDS allow.
+    tile_bytes = KEY_TILE * d * BYTES * 2
     mfma_flops = 2 * 16 * 16 * 16  # v_mfma_f32_16x16x16
     flops_per_simd_cycle = g["legacy_mfma_tflops"] * 1e12 / (g["cus"] * 4 * g["ghz"] * 1e9)
     mfma_cycles = keys.get("mfma", 0) * mfma_flops / flops_per_simd_cycle  # per wave per tile
-    w = waves_per_simd(keys) if keys else 0
+    by_regs = waves_per_simd(keys) if keys else 0
+    by_lds = g["lds_kib"] * 1024 // keys_lds_bytes(arch, d)
+    w = min(by_regs, by_lds)
     mem_cycles = w * tile_bytes / (g["tbs"] * 1e12 / g["cus"] / (g["ghz"] * 1e9))  # w blocks' tiles per CU
-    rows.append(dict(arch=arch, gpu=g["name"], case=f"decode {DECODE['batch']}x{DECODE['ctx']} paged",
-                     floor_us=round(floor_us, 1),
-                     note=f"tiled keys: {keys.get('mfma', 0)} MFMA per wave per tile = {mfma_cycles:.0f} cycles vs "
-                          f"{mem_cycles:.0f} cycles of HBM time for {w} resident blocks' tiles per CU: "
-                          + ("memory-bound" if mfma_cycles < mem_cycles else "MFMA-bound")))
+    return dict(arch=arch, gpu=g["name"], case=f"decode d{d} {DECODE['batch']}x{DECODE['ctx']} paged",
+                floor_us=round(floor_us, 1), waves_per_simd=w,
+                note=f"tiled keys: {keys.get('mfma', 0)} MFMA per wave per tile = {mfma_cycles:.0f} cycles vs "
+                     f"{mem_cycles:.0f} cycles of HBM time for {w} resident blocks' tiles per CU (registers allow "
+                     f"{by_regs}, LDS {by_lds}): " + ("memory-bound" if mfma_cycles < mem_cycles else "MFMA-bound"))
+
+
+def estimate(arch, kernels):
+    g = GPUS[arch]
+    rows = [decode_row(arch, kernels, 64), decode_row(arch, kernels, 128)]
     flops = 4 * PREFILL["batch"] * HQ * D * PREFILL["seq"] * PREFILL["seq"] / 2  # causal: half the pairs
     rows_k = kernels.get("ac_tiled_rows_bf16_d64", {})
     double_k = rows_k.get("mfma_double_k", 0) > 0 and rows_k.get("mfma_double_k") == rows_k.get("mfma")
