@@ -197,6 +197,9 @@ struct TiledAttention : TileContext {
     }
 
     tiles.drain();
+    // A split call's merge may be launched now (portability.hpp): its blocks then wait only
+    // through this block's epilogue, not its whole loop beside the split blocks still running.
+    ac_allow_dependents();
     if constexpr (A::kDirectStore) {
       tiles.store_direct(*this, o, m_run[0], l_run[0], split, warp_m, lane, v_scale);
     } else {
@@ -276,7 +279,6 @@ struct TiledAttention : TileContext {
 template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_DYNAMIC_SHARED(smem);
-  ac_allow_dependents();  // a split call's merge may be launched now (portability.hpp)
   using Block = TiledAttention<T, S, kPaged, kKv8>;
   const int32_t b = ac_split_sequence(p, ac_block_z()), split = ac_block_z() - b * p.num_splits;
   if (b >= p.batch) return;
