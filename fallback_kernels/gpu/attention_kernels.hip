@@ -130,11 +130,14 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
 }
 
 // Combines the splits of one (token, head) and adds the sink once. The first warp reads every
-// split's (max, sum) at once and turns them into weights in shared memory. Then the block reads
+// split's (max, sum) at once and turns them into weights in shared memory, while the block reads
 // the partial outputs with every load in flight at once: 16 bytes per thread and split, the
 // splits dealt round-robin to groups of threads that each cover the head dimension, and the
 // groups' sums added in shared memory. (One thread per channel looping over the splits cost a
-// cache latency per eight splits: 6-12 us at 64 splits, as long as the split kernel itself.)
+// cache latency per eight splits: 6-12 us at 64 splits, as long as the split kernel itself.) The
+// first kInFlight splits of each group are loaded before the weights are known, so the two reads
+// are one memory round trip, not two in a row: the merge's time after the split kernel ends is
+// what a split decode adds.
 template <typename Io>
 AC_DEVICE void merge_block(const ac_attention_params& p) {
   Io io;
@@ -152,6 +155,20 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
   AC_SHARED ac_f32x4 sum_s[AC_THREADS];  // each thread group's sum over its splits
   const int splits = p.num_splits < AC_MAX_SPLITS ? p.num_splits : AC_MAX_SPLITS;  // the launcher caps it
   const int64_t split_stride = static_cast<int64_t>(p.total_q) * p.hq;  // one split further, in rows
+  const int dv = p.head_dim_v;
+  const bool by_chunks = dv % 4 == 0 && dv / 4 <= AC_THREADS;
+  // Thread (g, c): chunk c (4 channels) of splits g, g + groups, ...; 16-byte aligned, as the
+  // scratch rows are whole multiples of 4 floats.
+  const int chunks = by_chunks ? dv / 4 : 1, groups = AC_THREADS / chunks, g = tid / chunks, c = tid % chunks;
+  const ac_f32x4* src = reinterpret_cast<const ac_f32x4*>(partial_out_row(p, 0, token, h, dv)) + c;
+  const int64_t stride = split_stride * chunks;  // one split further, in chunks
+  constexpr int kInFlight = 8;
+  ac_f32x4 first_v[kInFlight];  // splits g, g + groups, ...: in flight beside the (max, sum) reads
+#pragma unroll
+  for (int i = 0; i < kInFlight; ++i) {
+    const int sp = g + i * groups;
+    first_v[i] = by_chunks && g < groups && sp < splits ? src[sp * stride] : ac_f32x4{0.f, 0.f, 0.f, 0.f};
+  }
   if (tid < AC_WARP_SIZE) {
     // The splits' (max, sum) combined over the warp, then the sink entered once.
     float ms[AC_MAX_SPLITS / AC_WARP_SIZE + 1], ls[AC_MAX_SPLITS / AC_WARP_SIZE + 1];
@@ -186,22 +203,15 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
     if (tid == 0) lse_s = fin.lse;
   }
   ac_sync();
-  const int dv = p.head_dim_v;
-  if (dv % 4 == 0 && dv / 4 <= AC_THREADS) {
-    // Thread (g, c): chunk c (4 channels) of splits g, g + groups, ...; 16-byte aligned, as the
-    // scratch rows are whole multiples of 4 floats.
-    const int chunks = dv / 4, groups = AC_THREADS / chunks, g = tid / chunks, c = tid % chunks;
+  if (by_chunks) {
     ac_f32x4 acc{0.f, 0.f, 0.f, 0.f};
     if (g < groups) {
-      const ac_f32x4* src = reinterpret_cast<const ac_f32x4*>(partial_out_row(p, 0, token, h, dv)) + c;
-      const int64_t stride = split_stride * chunks;  // one split further, in chunks
-      constexpr int kInFlight = 8;
       for (int first = g; first < splits; first += groups * kInFlight) {
         ac_f32x4 v[kInFlight];
 #pragma unroll
         for (int i = 0; i < kInFlight; ++i) {
           const int sp = first + i * groups;
-          v[i] = sp < splits ? src[sp * stride] : ac_f32x4{0.f, 0.f, 0.f, 0.f};
+          v[i] = first == g ? first_v[i] : sp < splits ? src[sp * stride] : ac_f32x4{0.f, 0.f, 0.f, 0.f};
         }
 #pragma unroll
         for (int i = 0; i < kInFlight; ++i) {
