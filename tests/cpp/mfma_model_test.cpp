@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <cmath>
 #include <cstdlib>
 #include <cstdint>
@@ -749,3 +750,34 @@ TEST(MfmaModel, Gfx1250ReadAsOneRunIsCaught) {
 }
 
 }  // namespace
+
+// Every tiled shape's shared memory, as kernel_params.h lays it out: the rows' sinks are written
+// while the K and V tiles are live (after the prologue) unless the shape is packed, when they are
+// written in the epilogue; either way they must not overlap what is live then, and everything must
+// lie inside the bytes the launcher requests. The packed tiles must fit 32 KiB (two blocks in a
+// 64 KiB CU: their reason to be).
+TEST(MfmaModel, SharedMemoryRegionsOfEveryShapeFit) {
+  const std::pair<const char*, ac_tiled_shape> shapes[] = {
+      {"nvidia rows d64", ac_tiled_rows_shape(64)}, {"nvidia rows d128", ac_tiled_rows_shape(128)},
+      {"nvidia rows d256", ac_tiled_rows_shape(256)}, {"nvidia keys d64", ac_tiled_keys_shape(64)},
+      {"nvidia keys d128", ac_tiled_keys_shape(128)}, {"nvidia wgmma d64", ac_tiled_wgmma_shape(64)},
+      {"nvidia wgmma d128", ac_tiled_wgmma_shape(128)}, {"amd rows d64", ac_tiled_rows_shape_amd(64)},
+      {"amd rows d128", ac_tiled_rows_shape_amd(128)}, {"amd rows d256", ac_tiled_rows_shape_amd(256)},
+      {"amd keys d64", ac_tiled_keys_shape_amd(64)}, {"amd keys d128 (packed)", ac_tiled_keys_shape_amd(128)},
+      {"gfx950 keys d128", ac_tiled_keys_shape_gfx950(128)}, {"rdna rows d64", ac_tiled_rows_shape_rdna(64)},
+      {"rdna keys d128", ac_tiled_keys_shape_rdna(128)}, {"gfx1250 rows d256", ac_tiled_rows_shape_gfx1250(256)},
+      {"gfx1250 keys d128", ac_tiled_keys_shape_gfx1250(128)},
+  };
+  for (const auto& [name, s] : shapes) {
+    SCOPED_TRACE(name);
+    const int sinks_end = s.sink_offset() + 4 * s.block_m();
+    EXPECT_LE(sinks_end, s.smem_bytes());
+    EXPECT_LE(s.loop_bytes(), s.smem_bytes());
+    EXPECT_LE(s.epilogue_bytes(), s.sink_offset()) << "the sinks overlap the epilogue buffer";
+    if (!s.packed()) EXPECT_LE(s.loop_bytes(), s.sink_offset()) << "the sinks overlap the live K and V tiles";
+    EXPECT_EQ(s.head_dim % (8 * s.epilogue_passes()), 0) << "an epilogue pass splits a 16-byte chunk";
+  }
+  EXPECT_TRUE(ac_tiled_keys_shape_amd(128).packed());
+  EXPECT_LE(ac_tiled_keys_shape_amd(128).smem_bytes(), 32 * 1024);
+  EXPECT_GT(ac_tiled_keys_shape_gfx950(128).smem_bytes(), 32 * 1024);  // padded: one block per 64 KiB
+}
