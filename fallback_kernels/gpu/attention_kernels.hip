@@ -25,7 +25,6 @@ AC_DEVICE KvRow kv_row(const ac_attention_params& p, const Sequence& s, int32_t 
 
 template <typename Io, bool kSplit>
 AC_DEVICE void attention_block(const ac_attention_params& p) {
-  ac_allow_dependents();  // a split call's merge may be launched now (portability.hpp)
   Io io;
   const int tid = ac_thread_x();
   const int32_t token = ac_block_x(), kh = ac_block_y(), split = ac_block_z();
@@ -112,6 +111,7 @@ AC_DEVICE void attention_block(const ac_attention_params& p) {
     }
     ac_sync();
   }
+  ac_allow_dependents();  // the key loop is done: a split call's merge may be launched now (portability.hpp)
 
 #pragma unroll
   for (int k = 0; k < kPairs; ++k) {
@@ -297,7 +297,6 @@ template <typename T, int E> struct DecodeRow<T, E, true> {  // K and V in fp8
 
 template <typename T, int D, bool kKv8>
 AC_DEVICE void decode_block(const ac_attention_params& p) {
-  ac_allow_dependents();  // a split call's merge may be launched now (portability.hpp)
   constexpr int E = AC_DECODE_ELEMS;                   // elements per lane and load
   using Row = DecodeRow<T, E, kKv8>;
   using C = typename Row::C;                           // one lane's chunk of a K or V row
@@ -408,6 +407,7 @@ AC_DEVICE void decode_block(const ac_attention_params& p) {
     }
   }
 
+  ac_allow_dependents();  // the key loop is done: a split call's merge may be launched now (portability.hpp)
   // Combine the lane groups: first inside each warp with lane exchanges (groups of one warp
   // differ in the lane bits from kLanes up), then across warps in shared memory. No atomics: the
   // shared-memory atomics this replaced serialised on G * D addresses and cost more than the keys.

@@ -92,9 +92,9 @@ AC_DEVICE void ac_shared_add(float* p, float v) { atomicAdd(p, v); }
 // serialization (the split merge, launch.cpp) may start once every block of the kernel before it
 // has called ac_allow_dependents(), and ac_wait_for_primary() holds it until that kernel has
 // finished and its writes are visible. The merge's launch and set-up then overlap the split
-// kernel's last blocks. The tiled kernels call it after their key loop (a merge block resident
-// through the whole loop slowed the fp8 split by 0.3-0.5 us on an H100); the generic and direct
-// decode kernels at their start. Both are no-ops when no such launch is involved, and below sm_90.
+// kernel's last blocks. Every split kernel calls it after its key loop (a merge block resident
+// through the whole loop slowed the tiled fp8 split by 0.3-0.5 us on an H100). Both are no-ops
+// when no such launch is involved, and below sm_90.
 AC_DEVICE void ac_allow_dependents() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
