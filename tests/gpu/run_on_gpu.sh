@@ -21,6 +21,13 @@ nvidia-smi -L | tee "$OUT/gpu.txt"
 PY=$(command -v python3)
 extra=()
 [ -n "${DLPACK_INCLUDE_DIR:-}" ] && extra+=("-DDLPACK_INCLUDE_DIR=$DLPACK_INCLUDE_DIR")
+# The build needs DLPack's header (Debian: libdlpack-dev). A GPU machine without it (no package
+# registry there) must be given a folder holding dlpack/dlpack.h: say so before building anything.
+if [ ! -f "${DLPACK_INCLUDE_DIR:-/usr/include}/dlpack/dlpack.h" ] && [ ! -f /usr/local/include/dlpack/dlpack.h ]; then
+  echo "no dlpack/dlpack.h under ${DLPACK_INCLUDE_DIR:-/usr/include} or /usr/local/include: set DLPACK_INCLUDE_DIR to a" \
+    "folder holding dlpack/dlpack.h (copy Debian's /usr/include/dlpack/dlpack.h to the machine)" >&2
+  exit 1
+fi
 set -e
 cmake -S . -B build-gpu -G Ninja -DPython3_EXECUTABLE="$PY" -DAITER_COMPAT_GPU_ARCHS="${ARCHS:-sm_90}" \
   -DAITER_COMPAT_BUILD_TESTS=OFF -DAITER_COMPAT_BUILD_BENCH=OFF "${extra[@]}" > "$OUT/configure.log" 2>&1 ||

@@ -1,7 +1,0 @@
-add_test([=[AmdCodeObjects.RegistersScratchLdsAndMatrixInstructions]=]  /work/main/build-amd/tests/aiter_compat_amd_tests [==[--gtest_filter=AmdCodeObjects.RegistersScratchLdsAndMatrixInstructions]==] --gtest_also_run_disabled_tests)
-set_tests_properties([=[AmdCodeObjects.RegistersScratchLdsAndMatrixInstructions]=]  PROPERTIES WORKING_DIRECTORY /work/main/build-amd/tests SKIP_REGULAR_EXPRESSION [==[\[  SKIPPED \]]==])
-add_test([=[AmdCodeObjects.ReadsMetadataAndDisassembly]=]  /work/main/build-amd/tests/aiter_compat_amd_tests [==[--gtest_filter=AmdCodeObjects.ReadsMetadataAndDisassembly]==] --gtest_also_run_disabled_tests)
-set_tests_properties([=[AmdCodeObjects.ReadsMetadataAndDisassembly]=]  PROPERTIES WORKING_DIRECTORY /work/main/build-amd/tests SKIP_REGULAR_EXPRESSION [==[\[  SKIPPED \]]==])
-add_test([=[AmdKernelRows.DirectLoadSwitchIsAReasonOnAmdOnly]=]  /work/main/build-amd/tests/aiter_compat_amd_tests [==[--gtest_filter=AmdKernelRows.DirectLoadSwitchIsAReasonOnAmdOnly]==] --gtest_also_run_disabled_tests)
-set_tests_properties([=[AmdKernelRows.DirectLoadSwitchIsAReasonOnAmdOnly]=]  PROPERTIES WORKING_DIRECTORY /work/main/build-amd/tests SKIP_REGULAR_EXPRESSION [==[\[  SKIPPED \]]==])
-set(  aiter_compat_amd_tests_TESTS AmdCodeObjects.RegistersScratchLdsAndMatrixInstructions AmdCodeObjects.ReadsMetadataAndDisassembly AmdKernelRows.DirectLoadSwitchIsAReasonOnAmdOnly)

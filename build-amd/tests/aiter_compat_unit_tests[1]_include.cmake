@@ -1,5 +1,0 @@
-if(EXISTS "/work/main/build-amd/tests/aiter_compat_unit_tests[1]_tests.cmake")
-  include("/work/main/build-amd/tests/aiter_compat_unit_tests[1]_tests.cmake")
-else()
-  add_test(aiter_compat_unit_tests_NOT_BUILT aiter_compat_unit_tests_NOT_BUILT)
-endif()
