@@ -21,6 +21,7 @@ int shape_index(KernelId id) { return id == KernelId::tiled_keys ? 0 : id == Ker
 struct LoadedModule {
   std::string arch;
   int multiprocessors = 0;
+  bool dependent_merge = false;  // the arch can take the split merge as a programmatic dependent (sm_90 on)
   void* attention[AC_KTYPES] = {};   // [family type] (AC_DTYPE_F32..BF16, AC_KTYPE_*_KV8)
   void* attention_split[AC_KTYPES] = {};  // the same over caches in split layouts (kv_layout 1)
   void* split_merge[AC_KTYPES] = {};
@@ -56,10 +57,9 @@ bool wgmma_disabled() { return flag_set("AITER_COMPAT_NO_WGMMA"); }
 // The split merge is launched as the split kernel's programmatic dependent on sm_90 and later
 // (runtime.hpp: launch_dependent): its launch and set-up overlap the split kernel's last blocks
 // instead of following them. AITER_COMPAT_NO_PDL=1 launches it after the split kernel instead
-// (to compare the two); read at each call.
-bool merge_overlaps(Vendor v, const std::string& arch) {
-  if (v != Vendor::nvidia || arch.rfind("sm_", 0) != 0 || flag_set("AITER_COMPAT_NO_PDL")) return false;
-  return std::atoi(arch.c_str() + 3) >= 90;
+// (to compare the two); the flag is read at each call, the arch once per module.
+bool takes_dependent_merge(Vendor v, const std::string& arch) {
+  return v == Vendor::nvidia && arch.rfind("sm_", 0) == 0 && std::atoi(arch.c_str() + 3) >= 90;
 }
 
 
@@ -88,6 +88,7 @@ const LoadedModule& module_for(Vendor v, int device) {
   const DeviceInfo& info = info_of(v, device);
   m.arch = info.arch;
   m.multiprocessors = std::max(info.multiprocessors, 1);
+  m.dependent_merge = takes_dependent_merge(v, m.arch);
   const CodeObject* object = nullptr;
   std::string built;
   for (const auto& o : code_objects()) {
@@ -306,7 +307,7 @@ KernelId launch_attention(const AttentionLaunch& c) {
     ac_attention_params merge = p;
     if (selftest_fault().applies(KernelId::split_merge, c.dtype, p.head_dim_v)) merge.sinks = nullptr;
     void* merge_args[] = {&merge};
-    if (!merge_overlaps(c.vendor, m.arch) ||
+    if (!m.dependent_merge || flag_set("AITER_COMPAT_NO_PDL") ||
         !launch_dependent(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, merge_args))
       run(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, &merge);
   } catch (...) {

@@ -1,7 +1,8 @@
 #pragma once
 // CUlaunchAttribute and CUlaunchConfig as cuda.h (CUDA 12.0 on) lays them out, for
 // cuLaunchKernelEx: the driver is bound by dlopen, without CUDA's headers.
-// tests/cpp/cuda_launch_config_test.cpp compares them with cuda.h's where it is installed.
+// CudaLaunchConfig.MatchesCudaHeader (tests/cpp/launcher_test.cpp) compares them with cuda.h's where
+// it is installed.
 
 namespace aiter_compat::gpu {
 
