@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""Where a split-KV decode's time goes: the split kernel, the merge and what lies between them,
-read from the GPU's own kernel timestamps (torch.profiler, CUPTI) over graph replays of one
-decode call (GPT-OSS heads, paged cache, block 16, sinks). Run it twice to compare the merge
-launched as the split kernel's programmatic dependent (the default on sm_90) with the merge
-launched after it (AITER_COMPAT_NO_PDL=1).
+"""Where a split-KV decode's time goes, read from the GPU's own kernel timestamps (torch.profiler,
+CUPTI) over graph replays of one decode call (GPT-OSS heads, paged cache, block 16, sinks). A
+split call is two kernels, in one of four modes, captured each in its own graph and replayed
+alternately, so that every mode's medians come from the same minutes:
 
-    bench/split_merge_timeline.py [--batch 1] [--ctx 32768] [--kv bf16|fp8] [--compare] [--json OUT]
+  fold         the kernel that zeroes the arrival counters, then the "keys" split kernel, which
+               folds the merge into each KV head's last split block, as its programmatic
+               dependent on sm_90 (the default)
+  fold-plain   the same, launched one after the other (AITER_COMPAT_NO_PDL=1)
+  merge        the split kernel, then the merge kernel as its programmatic dependent
+               (AITER_COMPAT_MERGE_KERNEL=1)
+  merge-plain  the same, launched one after the other (both flags)
 
---compare captures the call twice in one process, once as each launch (the flag is read when the
-call is captured), and replays the two graphs alternately: both medians from the same minutes.
+    bench/split_merge_timeline.py [--batch 1] [--ctx 32768] [--kv bf16|fp8] [--modes fold,merge]
+                                  [--max-splits N] [--json OUT]
 
-Per replay: split kernel start to end, merge start to end, the merge's start after the split's
-end (negative: it was resident before the split kernel finished) and the whole call (split start
-to merge end); medians over the replays."""
+The flags are read when a call is captured. Per replay: each kernel's start to end, the second's
+start after the first's end (negative: it was resident before the first finished) and the whole
+call (first start to second end); medians over the replays."""
 import argparse
 import json
 import os
@@ -31,7 +36,8 @@ def main():
     ap.add_argument("--ctx", type=int, default=32768)
     ap.add_argument("--kv", choices=("bf16", "fp8"), default="bf16")
     ap.add_argument("--replays", type=int, default=50)
-    ap.add_argument("--compare", action="store_true", help="both launches, alternately, in this one run")
+    ap.add_argument("--modes", default="fold,merge", help="comma-separated: " + ", ".join(MODES))
+    ap.add_argument("--max-splits", type=int, default=0, help="AITER_COMPAT_MAX_SPLITS for every mode (0: the launcher's count)")
     ap.add_argument("--json")
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -47,45 +53,58 @@ def main():
     call = lambda: aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=0.125, sinks=sinks,
                                                        out=out, **scales)
     stream = torch.cuda.Stream()
-    modes = (False, True) if args.compare else (os.environ.get("AITER_COMPAT_NO_PDL", "0") not in ("", "0"),)
-    graphs = [capture(call, stream, no_pdl) for no_pdl in modes]
+    modes = args.modes.split(",")
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        print(f"unknown modes {unknown}: choose from {', '.join(MODES)}")
+        return 2
+    cap = {"AITER_COMPAT_MAX_SPLITS": str(args.max_splits)} if args.max_splits > 0 else {}
+    graphs = [capture(call, stream, {**MODES[mode], **cap}) for mode in modes]
     for _ in range(10):
         for graph in graphs:
             graph.replay()
     torch.cuda.synchronize()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(args.replays):
-            for graph in graphs:  # alternately, when comparing
+            for graph in graphs:  # alternately
                 graph.replay()
                 torch.cuda.synchronize()  # one replay at a time: each call's own timeline
     kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
                       and e.name.startswith("ac_")), key=lambda e: e.time_range.start)
-    splits = [e for e in kernels if not e.name.startswith("ac_merge")]
-    merges = [e for e in kernels if e.name.startswith("ac_merge")]
-    if not merges or len(splits) != len(merges) or len(splits) != args.replays * len(graphs):
-        print(f"no split call: {len(splits)} kernels ({sorted({e.name for e in splits})}), {len(merges)} merges")
+    if len(kernels) != 2 * args.replays * len(graphs):
+        print(f"not two kernels per split call: {len(kernels)} kernels ({sorted({e.name for e in kernels})}) "
+              f"for {args.replays * len(graphs)} calls")
         return 1
+    calls = list(zip(kernels[0::2], kernels[1::2]))
     results = []
-    for i, no_pdl in enumerate(modes):
-        rows = [timeline(s, m) for s, m in list(zip(splits, merges))[i::len(modes)]]
+    for i, mode in enumerate(modes):
+        rows = [timeline(a, b) for a, b in calls[i::len(modes)]]
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-        result = {"case": f"decode {args.batch}x{args.ctx // 1024}k {args.kv}", "split_kernel": splits[0].name,
-                  "programmatic_merge": not no_pdl, "replays": len(rows), "medians": med,
-                  "device": torch.cuda.get_device_name()}
-        print(f"{result['case']} ({result['split_kernel']}, programmatic merge: {result['programmatic_merge']}), "
-              f"medians of {len(rows)} replays: split {med['split_us']:.1f} us, merge {med['merge_us']:.1f} us, "
-              f"merge start - split end {med['merge_start_after_split_end_us']:.1f} us, call {med['call_us']:.1f} us")
+        first, second = calls[i][0].name, calls[i][1].name
+        result = {"case": f"decode {args.batch}x{args.ctx // 1024}k {args.kv}", "mode": mode,
+                  "max_splits": args.max_splits or None, "first_kernel": first,
+                  "second_kernel": second, "replays": len(rows), "medians": med, "device": torch.cuda.get_device_name()}
+        print(f"{result['case']} {mode:11s} ({first} then {second}), medians of {len(rows)} replays: "
+              f"first {med['first_us']:.1f} us, second {med['second_us']:.1f} us, "
+              f"second start - first end {med['second_start_after_first_end_us']:.1f} us, call {med['call_us']:.1f} us")
         results.append(result)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(results if args.compare else results[0], f, indent=1)
+            json.dump(results, f, indent=1)
     return 0
 
 
-def capture(call, stream, no_pdl):
-    """The call captured in a graph with the merge launched as the flag says (read at capture)."""
-    before = os.environ.get("AITER_COMPAT_NO_PDL")
-    os.environ["AITER_COMPAT_NO_PDL"] = "1" if no_pdl else "0"
+MODES = {"fold": {}, "fold-plain": {"AITER_COMPAT_NO_PDL": "1"}, "merge": {"AITER_COMPAT_MERGE_KERNEL": "1"},
+         "merge-plain": {"AITER_COMPAT_MERGE_KERNEL": "1", "AITER_COMPAT_NO_PDL": "1"}}
+FLAGS = ("AITER_COMPAT_NO_PDL", "AITER_COMPAT_MERGE_KERNEL", "AITER_COMPAT_MAX_SPLITS")
+
+
+def capture(call, stream, flags):
+    """The call captured in a graph under the mode's flags (read at capture)."""
+    before = {k: os.environ.get(k) for k in FLAGS}
+    for k in FLAGS:
+        os.environ.pop(k, None)
+    os.environ.update(flags)
     try:
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -97,17 +116,18 @@ def capture(call, stream, no_pdl):
             call()
         return graph
     finally:
-        if before is None:
-            del os.environ["AITER_COMPAT_NO_PDL"]
-        else:
-            os.environ["AITER_COMPAT_NO_PDL"] = before
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
-def timeline(s, m):
-    return {"split_us": s.time_range.end - s.time_range.start,
-            "merge_us": m.time_range.end - m.time_range.start,
-            "merge_start_after_split_end_us": m.time_range.start - s.time_range.end,
-            "call_us": m.time_range.end - s.time_range.start}
+def timeline(a, b):
+    return {"first_us": a.time_range.end - a.time_range.start,
+            "second_us": b.time_range.end - b.time_range.start,
+            "second_start_after_first_end_us": b.time_range.start - a.time_range.end,
+            "call_us": b.time_range.end - a.time_range.start}
 
 
 if __name__ == "__main__":

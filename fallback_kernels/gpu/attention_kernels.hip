@@ -11,6 +11,7 @@
 #include "kv_rows.hpp"
 #include "row_finish.hpp"
 #include "row_store.hpp"
+#include "split_merge.hpp"
 
 namespace {
 
@@ -154,7 +155,7 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
   AC_SHARED float lse_s;
   AC_SHARED ac_f32x4 sum_s[AC_THREADS];  // each thread group's sum over its splits
   const int splits = p.num_splits < AC_MAX_SPLITS ? p.num_splits : AC_MAX_SPLITS;  // the launcher caps it
-  const int64_t split_stride = static_cast<int64_t>(p.total_q) * p.hq;  // one split further, in rows
+  const int64_t split_stride = split_stride_rows(p);
   const int dv = p.head_dim_v;
   const bool by_chunks = dv % 4 == 0 && dv / 4 <= AC_THREADS;
   // Thread (g, c): chunk c (4 channels) of splits g, g + groups, ...; 16-byte aligned, as the
@@ -169,38 +170,9 @@ AC_DEVICE void merge_block(const ac_attention_params& p) {
     const int sp = g + i * groups;
     first_v[i] = by_chunks && g < groups && sp < splits ? src[sp * stride] : ac_f32x4{0.f, 0.f, 0.f, 0.f};
   }
-  if (tid < AC_WARP_SIZE) {
-    // The splits' (max, sum) combined over the warp, then the sink entered once.
-    float ms[AC_MAX_SPLITS / AC_WARP_SIZE + 1], ls[AC_MAX_SPLITS / AC_WARP_SIZE + 1];
-    float m = -AC_INFINITY;
-    const float* ml = partial_ml_row(p, 0, token, h);  // split sp's: split_stride rows further
-#pragma unroll
-    for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
-      const int sp = tid + i * AC_WARP_SIZE;
-      ms[i] = sp < splits ? ml[sp * split_stride * 2] : -AC_INFINITY;
-      ls[i] = sp < splits ? ml[sp * split_stride * 2 + 1] : 0.f;
-      m = m > ms[i] ? m : ms[i];
-    }
-#pragma unroll
-    for (int mask = AC_WARP_SIZE / 2; mask > 0; mask /= 2) {
-      const float other = ac_shfl_xor(m, mask);
-      m = m > other ? m : other;
-    }
-    float l = 0.f;
-#pragma unroll
-    for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
-      ms[i] = ms[i] == -AC_INFINITY ? 0.f : ac_exp(ms[i] - m);  // now the split's weight
-      l += ls[i] * ms[i];
-    }
-#pragma unroll
-    for (int mask = AC_WARP_SIZE / 2; mask > 0; mask /= 2) l += ac_shfl_xor(l, mask);
-    const RowFinish fin = finish_row<false>(m, l, sink, 1.f);
-#pragma unroll
-    for (int i = 0; i * AC_WARP_SIZE < AC_MAX_SPLITS; ++i) {
-      const int sp = tid + i * AC_WARP_SIZE;
-      if (sp < splits) weight_s[sp] = ms[i] * fin.scale;
-    }
-    if (tid == 0) lse_s = fin.lse;
+  if (tid < AC_WARP_SIZE) {  // the splits' weights, the sink entered once
+    const float lse = split_weights(p, token, h, splits, sink, tid, weight_s);
+    if (tid == 0) lse_s = lse;
   }
   ac_sync();
   if (by_chunks) {
@@ -562,6 +534,13 @@ AC_KERNEL void ac_attention_bf16_kv8(ac_attention_params p) { attention_block<Ca
 AC_KERNEL void ac_attention_split_bf16_kv8(ac_attention_params p) { attention_block<CallTypes, true>(p); }
 AC_KERNEL void ac_merge_f16_kv8(ac_attention_params p) { merge_block<CallTypes>(p); }
 AC_KERNEL void ac_merge_bf16_kv8(ac_attention_params p) { merge_block<CallTypes>(p); }
+// The folded split merge's arrival counters (tiled_attention.hpp, fold_splits), zeroed just before
+// the split kernel. It lets that kernel start at once (launched as its programmatic dependent on
+// sm_90, which waits for these stores only at its first arrival, after its key loop).
+AC_KERNEL void ac_zero_counts(uint32_t* counts, int32_t n) {
+  ac_allow_dependents();
+  for (int32_t i = ac_block_x() * AC_THREADS + ac_thread_x(); i < n; i += ac_grid_x() * AC_THREADS) counts[i] = 0;
+}
 
 // The matrix-instruction kernels (NVIDIA only until the MFMA layer exists).
 #include "tiled_attention.hpp"

@@ -113,6 +113,13 @@ struct ac_tiled_shape {
     const int bytes = sink_offset() + block_m() * 4 + (warpgroup ? 1024 : 0);
     return packed() && loop_bytes() > bytes ? loop_bytes() : bytes;
   }
+  // The split merge folded into the last split block of each m-tile (tiled_attention.hpp,
+  // fold_splits): each row's split weights and log-sum-exp, each thread's partial sum (16
+  // bytes), and the block's "last to arrive" flag, in the tiles' shared memory once the
+  // epilogue is done. The "keys" shapes (decode, the calls that split) fold; the row shapes,
+  // whose 64-128 rows of weights would not fit every arch's tiles, leave it to the merge kernel.
+  constexpr int fold_bytes() const { return block_m() * (AC_MAX_SPLITS + 1) * 4 + threads() * 16 + 16; }
+  constexpr bool folds_split_merge() const { return warps_n > 1 && fold_bytes() <= smem_bytes(); }
 };
 // Head dim 256 (the row shape only): one 16-row m-tile per warp and 32-key tiles, so that the
 // output fragments (128 floats a thread) fit the registers and two blocks the shared memory.
@@ -232,7 +239,14 @@ typedef struct {
   // multiply-shift pairs (fast_divide.hpp). A 32-bit division by a runtime value is ~20
   // dependent instructions there, and decode blocks with short key ranges are bound by that path.
   int32_t group, group_shift, splits_shift;
-  uint32_t group_mul, splits_mul, unused4_;
+  uint32_t group_mul, splits_mul;
+  // The split merge folded into the split kernel (tiled "keys" kernels; null: the merge kernel
+  // merges): one arrival counter per (KV head, sequence, m-tile), zeroed by ac_zero_counts just
+  // before. KV head kh's are [kh x counts_per_head, ...); sequence b's m-tile t is counter
+  // floor(q_start x group / block_m) + b + t of them, distinct for every (b, t) and below
+  // counts_per_head = ceil(total_q x group / block_m) + batch, whatever max_seqlen_q said.
+  int32_t counts_per_head;
+  uint32_t* split_counts;
 } ac_attention_params;
 
 #ifdef __cplusplus

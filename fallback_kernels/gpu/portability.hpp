@@ -55,6 +55,16 @@ AC_DEVICE void ac_shared_add(float* p, float v) {
 // before it has finished, so there is nothing to signal or wait for.
 AC_DEVICE void ac_allow_dependents() {}
 AC_DEVICE void ac_wait_for_primary() {}
+// Blocks of one grid meeting through device memory (the split merge folded into the last split
+// block, tiled_attention.hpp): a fence at agent scope orders this thread's stores before what
+// follows, and as an acquire invalidates the CU's L1, so that plain loads after it see other
+// CUs' stores; a counter added to at agent scope.
+AC_DEVICE void ac_fence_device() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+AC_DEVICE uint32_t ac_arrive(uint32_t* counter) {
+  return __hip_atomic_fetch_add(counter, 1u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+// Every thread of the block that reads what another CU stored: its L1 invalidated.
+AC_DEVICE void ac_acquire_device() { __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent"); }
 #elif defined(__CUDACC__)
 #define AC_NVIDIA 1
 #define AC_KERNEL extern "C" __global__ __launch_bounds__(256)
@@ -105,6 +115,13 @@ AC_DEVICE void ac_wait_for_primary() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
+// Blocks of one grid meeting through device memory (the split merge folded into the last split
+// block, tiled_attention.hpp): a device-scope fence and a counter (ac_load_l2, below, reads).
+AC_DEVICE void ac_fence_device() { __threadfence(); }
+AC_DEVICE uint32_t ac_arrive(uint32_t* counter) { return atomicAdd(counter, 1u); }
+// Nothing per thread: the readers' loads bypass L1 (ac_load_l2), after the fence of the thread
+// that saw the counter and a barrier.
+AC_DEVICE void ac_acquire_device() {}
 #elif defined(AC_HOST_MODEL)
 // The host model of the kernels' shared building blocks (key_range.hpp, row_finish.hpp), which
 // the C++ tests compile for the CPU: the same source, standard math in place of the intrinsics.
@@ -143,6 +160,26 @@ struct alignas(8) ac_u32x2 {
 struct alignas(16) ac_f32x4 {
   float x, y, z, w;
 };
+struct alignas(8) ac_f32x2 {
+  float x, y;
+};
+// Loads of split-KV scratch that another block of the same grid may have written (after
+// ac_fence_device): NVIDIA's bypass the SM's L1 (ld.global.cg; L1 is not coherent across SMs and
+// could hold a line of the scratch from an earlier call), AMD's follow the agent-scope fence that
+// invalidated the CU's L1.
+#if defined(AC_NVIDIA)
+AC_DEVICE float ac_load_l2(const float* p) { return __ldcg(p); }
+AC_DEVICE ac_f32x2 ac_load_l2(const ac_f32x2* p) {
+  const float2 v = __ldcg(reinterpret_cast<const float2*>(p));
+  return {v.x, v.y};
+}
+AC_DEVICE ac_f32x4 ac_load_l2(const ac_f32x4* p) {
+  const float4 v = __ldcg(reinterpret_cast<const float4*>(p));
+  return {v.x, v.y, v.z, v.w};
+}
+#elif defined(AC_AMD)
+template <typename T> AC_DEVICE T ac_load_l2(const T* p) { return *p; }
+#endif
 // kWords 32-bit words stored or loaded as one access.
 template <int kWords> struct ac_words;
 template <> struct ac_words<1> { using type = uint32_t; };

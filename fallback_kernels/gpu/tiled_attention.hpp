@@ -10,7 +10,8 @@
 // arch's fragments), keeps a running max and sum per row (online softmax in base 2) and adds
 // P V into fp32 accumulators. Warps over rows ("rows" shapes) or over the keys of each tile
 // ("keys" shapes, combined at the end). The epilogue enters the sink once (or writes the
-// split's partial output and (max, sum) for the merge kernel).
+// split's partial output and (max, sum), which the last split block of a "keys" tile or the merge
+// kernel combines).
 //
 // What the arch provides: its fragments as data (which element of a thread's scores and output
 // is which row and key or column), the reductions over the lanes that share a row, the loads of
@@ -27,6 +28,7 @@
 #include "key_range.hpp"
 #include "row_finish.hpp"
 #include "row_store.hpp"
+#include "split_merge.hpp"
 #include "tile_context.hpp"
 #include "tiles_amd.hpp"
 #include "tiles_nvidia.hpp"
@@ -205,7 +207,126 @@ struct TiledAttention : TileContext {
     } else {
       epilogue(tiles, o, m_run, l_run, split, warp_m, warp_n, lane, tid, v_scale, early_sink);
     }
-    ac_sync();  // the next m-tile reuses shared memory
+    ac_sync();  // the next m-tile (or the fold) reuses shared memory
+    if constexpr (S.folds_split_merge()) {
+      if (p.num_splits > 1 && p.split_counts) {
+        fold_splits(m_tile, tid);
+        ac_sync();
+      }
+    }
+  }
+
+  // The split merge folded into the split kernel (the launcher sets p.split_counts): each split
+  // block of an m-tile counts itself in once its partial rows are stored, and the last to arrive
+  // combines all of them (split_merge.hpp), reading them from L2 where they were just written:
+  // no merge kernel, nothing launched between. The counters are the call's own scratch, zeroed by
+  // the kernel launched just before this one (launch.cpp): right across streams and in every
+  // replay of a captured graph, where counters shared between calls and reset by their last
+  // block would not be. The arrival is the grid-wide barrier's (cooperative groups' grid sync):
+  // the block's stores, a barrier, one thread's device-scope fence and atomic add.
+  AC_MEMBER void fold_splits(int32_t m_tile, int tid) {
+    float* weight_s = reinterpret_cast<float*>(smem);  // [kBlockM][AC_MAX_SPLITS]
+    float* lse_s = weight_s + kBlockM * AC_MAX_SPLITS;  // [kBlockM]
+    ac_f32x4* sum_s = reinterpret_cast<ac_f32x4*>(lse_s + kBlockM);  // [kThreads] (16-byte aligned: kBlockM is)
+    int* last_s = reinterpret_cast<int*>(sum_s + kThreads);
+    static_assert(kBlockM % 4 == 0 && S.fold_bytes() <= S.smem_bytes(), "the fold's buffers in the tiles' memory");
+    if (tid == 0) {
+      ac_wait_for_primary();  // the zeroing kernel's stores (launched as its programmatic dependent)
+      ac_fence_device();      // the block's partial rows (before the barrier above) ordered before the count
+      const int64_t at = static_cast<int64_t>(kh) * p.counts_per_head + seq.q_start * group / kBlockM + seq.b + m_tile;
+      *last_s = ac_arrive(p.split_counts + at) == static_cast<uint32_t>(p.num_splits - 1);
+      ac_fence_device();
+    }
+    ac_sync();
+    if (!*last_s) return;  // the same in every thread: the caller's barrier follows
+    ac_acquire_device();
+    const int splits = p.num_splits < AC_MAX_SPLITS ? p.num_splits : AC_MAX_SPLITS;  // the launcher caps it
+    const int rows = rows_total - row0 < kBlockM ? rows_total - row0 : kBlockM;
+    constexpr int kChunks4 = D / 4;  // 16-byte chunks of a partial row
+    // Thread (g, x): item x (row x / kChunks4, chunk x % kChunks4) over splits g, g + groups, ...;
+    // with more items than threads, items x, x + kThreads, ... over every split.
+    const int items = rows * kChunks4, groups = items < kThreads ? kThreads / items : 1;
+    const int g = tid / items, x0 = groups > 1 ? tid % items : tid;
+    const int64_t stride = split_stride_rows(p) * kChunks4;  // one split further, in chunks
+    auto src_of = [&](int x) {
+      const RowOfGroup row = ac_row_of<kPlain>(p, row0 + x / kChunks4);
+      return reinterpret_cast<const ac_f32x4*>(partial_out_row(p, 0, seq.q_start + row.token, kh * group + row.head, D)) +
+             x % kChunks4;
+    };
+    constexpr int kInFlight = 8;
+    ac_f32x4 first_v[kInFlight];  // the first item's first splits: in flight beside the (max, sum) reads
+    const bool has_item = g < groups && x0 < items;
+    {
+      const ac_f32x4* src = src_of(has_item ? x0 : 0);
+#pragma unroll
+      for (int i = 0; i < kInFlight; ++i) {
+        const int sp = g + i * groups;
+        first_v[i] = has_item && sp < splits ? ac_load_l2(src + sp * stride) : ac_f32x4{0.f, 0.f, 0.f, 0.f};
+      }
+    }
+    // Each row's weights, the sink entered once: warps over rows.
+    const int warp = tid / AC_WARP_SIZE, lane = tid % AC_WARP_SIZE;
+    for (int r = warp; r < rows; r += kThreads / AC_WARP_SIZE) {
+      const RowOfGroup row = ac_row_of<kPlain>(p, row0 + r);
+      const int32_t h = kh * group + row.head;
+      const float lse = split_weights(p, seq.q_start + row.token, h, splits, ac_sink(p, h), lane, weight_s + r * AC_MAX_SPLITS);
+      if (lane == 0) lse_s[r] = lse;
+    }
+    ac_sync();
+    for (int x = x0; has_item && x < items; x += groups > 1 ? items : kThreads) {
+      const ac_f32x4* src = src_of(x);
+      const float* w = weight_s + (x / kChunks4) * AC_MAX_SPLITS;
+      ac_f32x4 acc{0.f, 0.f, 0.f, 0.f};
+      auto add = [&](const ac_f32x4(&v)[kInFlight], int first) {
+#pragma unroll
+        for (int i = 0; i < kInFlight; ++i) {
+          const int sp = first + i * groups;
+          const float wt = sp < splits ? w[sp] : 0.f;
+          acc.x += v[i].x * wt, acc.y += v[i].y * wt, acc.z += v[i].z * wt, acc.w += v[i].w * wt;
+        }
+      };
+      int first = g;
+      if (x == x0) {  // the batch already in flight (its registers free before the next is loaded)
+        add(first_v, first);
+        first += groups * kInFlight;
+      }
+      for (; first < splits; first += groups * kInFlight) {
+        ac_f32x4 v[kInFlight];
+#pragma unroll
+        for (int i = 0; i < kInFlight; ++i) {
+          const int sp = first + i * groups;
+          v[i] = sp < splits ? ac_load_l2(src + sp * stride) : ac_f32x4{0.f, 0.f, 0.f, 0.f};
+        }
+        add(v, first);
+      }
+      if (groups > 1) {
+        sum_s[tid] = acc;
+      } else {
+        store_folded(x, acc, lse_s);
+      }
+    }
+    if (groups > 1) {
+      ac_sync();
+      for (int x = tid; x < items; x += kThreads) {
+        ac_f32x4 acc = sum_s[x];
+        for (int gi = 1; gi < groups; ++gi) {
+          const ac_f32x4 part = sum_s[gi * items + x];
+          acc.x += part.x, acc.y += part.y, acc.z += part.z, acc.w += part.w;
+        }
+        store_folded(x, acc, lse_s);
+      }
+    }
+  }
+
+  // Item x of the fold (row x / (D / 4), 16-byte chunk x % (D / 4)): out in the call's type, and
+  // the row's log-sum-exp with its first chunk.
+  AC_MEMBER void store_folded(int x, const ac_f32x4& acc, const float* lse_s) {
+    const int r = x / (D / 4), c = x % (D / 4);
+    const RowOfGroup row = ac_row_of<kPlain>(p, row0 + r);
+    const int32_t token = seq.q_start + row.token, h = kh * group + row.head;
+    const float v[4] = {acc.x, acc.y, acc.z, acc.w};
+    store_out<Tile, kKv8, 4>(p, out_index(p, token, h, c * 4), v, 1.f);
+    if (c == 0 && p.lse) p.lse[lse_index(p, seq, token, h)] = lse_s[r];
   }
 
   // Every warp's rows into shared memory (the key tiles are free now), then each (row, 16-byte

@@ -199,6 +199,7 @@ const std::vector<KernelRow>& kernel_rows() {
     r.back().max_group_elems = AC_MAX_GROUP_ELEMS;  // a block holds its group's queries and outputs
     r.push_back({K::split_merge, "split_merge", "combines split-KV partial results, the sink entered once",
                  KernelDevice::gpu, KernelOp::split_merge, all, {}, 0, false, 0, 0, {}, per_type("ac_merge_", all)});
+    r.back().functions.push_back("ac_zero_counts");  // the merge folded into the "keys" split kernels
     r.push_back({K::merge_states, "merge_states", "merge_attn_states with the sink entered once", KernelDevice::gpu,
                  KernelOp::merge_states, plain, {}, 0, false, 0, 0, {}, per_type("ac_merge_states_", plain)});
     // (pa_decode_bf16_asm's split rows: a copy out of whole rows for AITer's reduce, no family of its own)

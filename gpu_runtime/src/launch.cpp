@@ -22,6 +22,7 @@ struct LoadedModule {
   std::string arch;
   int multiprocessors = 0;
   bool dependent_merge = false;  // the arch can take the split merge as a programmatic dependent (sm_90 on)
+  void* zero_counts = nullptr;    // the folded merge's counters zeroed (ac_zero_counts)
   void* attention[AC_KTYPES] = {};   // [family type] (AC_DTYPE_F32..BF16, AC_KTYPE_*_KV8)
   void* attention_split[AC_KTYPES] = {};  // the same over caches in split layouts (kv_layout 1)
   void* split_merge[AC_KTYPES] = {};
@@ -56,8 +57,10 @@ bool wgmma_disabled() { return flag_set("AITER_COMPAT_NO_WGMMA"); }
 
 // The split merge is launched as the split kernel's programmatic dependent on sm_90 and later
 // (runtime.hpp: launch_dependent): its launch and set-up overlap the split kernel's last blocks
-// instead of following them. AITER_COMPAT_NO_PDL=1 launches it after the split kernel instead
-// (to compare the two); the flag is read at each call, the arch once per module.
+// instead of following them; where the "keys" split kernel folds the merge in, that kernel is the
+// dependent of the one that zeroes its counters. AITER_COMPAT_NO_PDL=1 launches each after the
+// one before instead, and AITER_COMPAT_MERGE_KERNEL=1 keeps the merge kernel where the fold
+// would serve (both to compare); the flags are read at each call, the arch once per module.
 bool takes_dependent_merge(Vendor v, const std::string& arch) {
   return v == Vendor::nvidia && arch.rfind("sm_", 0) == 0 && std::atoi(arch.c_str() + 3) >= 90;
 }
@@ -107,6 +110,7 @@ const LoadedModule& module_for(Vendor v, int device) {
     return f == functions.end() ? nullptr : f->second;
   };
   m.split_rows = find("ac_split_rows");
+  m.zero_counts = find("ac_zero_counts");
   const bool wgmma = !wgmma_disabled(), tiled = switched_off(KernelId::tiled_rows, m.arch).empty();
   for (int t : {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_F16_KV8, AC_KTYPE_BF16_KV8}) {
     m.attention[t] = find(std::string("ac_attention_") + dtype_suffix(t));
@@ -155,6 +159,7 @@ struct Plan {
   void* fn = nullptr;
   unsigned grid_x = 0, grid_y = 0, grid_z = 0, threads = AC_THREADS, smem = 0;
   int splits = 1;
+  int fold_rows = 0;  // > 0: the kernel folds the split merge in (kernel_params.h), over m-tiles of this many rows
 };
 
 bool family_failed(const AttentionLaunch& c, KernelId id, int head_dim) {
@@ -165,6 +170,8 @@ bool family_failed(const AttentionLaunch& c, KernelId id, int head_dim) {
 // limit and what grid z holds); 1 without stream-ordered scratch, or when the split merge failed
 // its self-test on this device.
 Plan settle_splits(const AttentionLaunch& c, Plan k) {
+  // AITER_COMPAT_MAX_SPLITS=N: at most N splits (to measure the split count's cost; read per call).
+  if (const char* cap = std::getenv("AITER_COMPAT_MAX_SPLITS"); cap && std::atoi(cap) > 0) k.splits = std::min(k.splits, std::atoi(cap));
   if (c.force_splits > 0) k.splits = std::min({c.force_splits, AC_MAX_SPLITS, 65535 / std::max<int>(k.grid_z, 1)});
   if (!has_scratch(c.vendor) || family_failed(c, KernelId::split_merge, c.params.head_dim_v)) k.splits = 1;
   return k;
@@ -212,6 +219,7 @@ Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
     k.grid_z = p.batch;
     k.threads = s.threads();
     k.smem = s.smem_bytes();
+    k.fold_rows = s.folds_split_merge() ? s.block_m() : 0;
     k.splits = std::min(65535 / std::max(p.batch, 1),  // grid z holds sequences x splits
                         choose_tiled_splits(static_cast<int64_t>(k.grid_x) * p.hk * p.batch, m.multiprocessors,
                                             s.blocks_per_sm, c.max_keys, s.block_n));
@@ -296,20 +304,42 @@ KernelId launch_attention(const AttentionLaunch& c) {
     run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z, k.threads, k.smem, c.stream, &p);
     return k.id;
   }
-  // Partial outputs and (max, sum) per split live in stream-ordered scratch memory.
+  // Partial outputs and (max, sum) per split live in stream-ordered scratch memory, and so do the
+  // folded merge's counters: one per (KV head, sequence, m-tile), laid out by the rows before each
+  // sequence (kernel_params.h), whatever max_seqlen_q the caller gave.
+  const bool fold = k.fold_rows > 0 && m.zero_counts && !flag_set("AITER_COMPAT_MERGE_KERNEL");
+  const int64_t per_head =
+      fold ? (static_cast<int64_t>(p.total_q) * (p.hq / p.hk) + k.fold_rows - 1) / k.fold_rows + p.batch : 0;
+  const int64_t counts = per_head * p.hk;
   const size_t out_bytes = sizeof(float) * p.num_splits * p.total_q * p.hq * p.head_dim_v;
   const size_t ml_bytes = sizeof(float) * p.num_splits * p.total_q * p.hq * 2;
-  void* scratch = scratch_alloc(c.vendor, c.device, out_bytes + ml_bytes, c.stream);
+  void* scratch = scratch_alloc(c.vendor, c.device, out_bytes + ml_bytes + sizeof(uint32_t) * counts, c.stream);
   p.partial_out = static_cast<float*>(scratch);
   p.partial_ml = reinterpret_cast<float*>(static_cast<char*>(scratch) + out_bytes);
+  const bool dependent = m.dependent_merge && !flag_set("AITER_COMPAT_NO_PDL");
   try {
-    run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, c.stream, &p);
-    ac_attention_params merge = p;
-    if (selftest_fault().applies(KernelId::split_merge, c.dtype, p.head_dim_v)) merge.sinks = nullptr;
-    void* merge_args[] = {&merge};
-    if (!m.dependent_merge || flag_set("AITER_COMPAT_NO_PDL") ||
-        !launch_dependent(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, merge_args))
-      run(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, &merge);
+    if (fold) {
+      if (counts > INT32_MAX) throw GpuError("split-KV counters beyond 2^31 (batch x KV heads x m-tiles)");
+      p.split_counts = reinterpret_cast<uint32_t*>(static_cast<char*>(scratch) + out_bytes + ml_bytes);
+      p.counts_per_head = static_cast<int32_t>(per_head);
+      if (selftest_fault().applies(KernelId::split_merge, c.dtype, p.head_dim_v)) p.sinks = nullptr;  // the merge's own sink
+      int32_t n = static_cast<int32_t>(counts);
+      void* zero_args[] = {&p.split_counts, &n};
+      const unsigned zero_blocks = static_cast<unsigned>(std::min<int64_t>((counts + AC_THREADS - 1) / AC_THREADS, 1024));
+      launch(c.vendor, m.zero_counts, zero_blocks, 1, 1, AC_THREADS, 0, c.stream, zero_args);
+      void* split_args[] = {&p};
+      if (!dependent || !launch_dependent(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem,
+                                          c.stream, split_args))
+        run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, c.stream, &p);
+    } else {
+      run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, c.stream, &p);
+      ac_attention_params merge = p;
+      if (selftest_fault().applies(KernelId::split_merge, c.dtype, p.head_dim_v)) merge.sinks = nullptr;
+      void* merge_args[] = {&merge};
+      if (!dependent ||
+          !launch_dependent(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, merge_args))
+        run(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, &merge);
+    }
   } catch (...) {
     try {
       scratch_free(c.vendor, scratch, c.stream);

@@ -27,11 +27,12 @@ namespace {
 
 using FakeLaunch = fake_launch;
 
-// The parameters of the first kernel launched while the hook is on (the kernels' one argument).
+// The parameters of the first attention kernel launched while the hook is on (the kernels' one
+// argument; not the kernel that zeroes a folded merge's counters, whose argument is a pointer).
 ac_attention_params g_first_params{};
 int g_hooked = 0;
-void record_params(const char*, const void* params) {
-  if (g_hooked++ == 0) g_first_params = *static_cast<const ac_attention_params*>(params);
+void record_params(const char* name, const void* params) {
+  if (std::string(name) != "ac_zero_counts" && g_hooked++ == 0) g_first_params = *static_cast<const ac_attention_params*>(params);
 }
 
 // One decode of 1 x 32k keys over a paged bf16 cache (64 query heads, 8 KV heads, head dim 64) on
@@ -115,23 +116,34 @@ TEST(HipLauncher, DecodeOnGfx942) {
   auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
   ASSERT_EQ(count(), 2);
   // MFMA tiles by default: the 8 query heads of the group in one 16-row tile, four waves over the
-  // keys; AITER_COMPAT_AMD_DIRECT=1 (the ctest entry ".amd_direct") keeps the direct-load kernel.
+  // keys, the merge folded into the split kernel after the kernel that zeroes its counters;
+  // AITER_COMPAT_AMD_DIRECT=1 (the ctest entry ".amd_direct") keeps the direct-load kernel, and
+  // its merge kernel.
   const char* direct = std::getenv("AITER_COMPAT_AMD_DIRECT");
-  if (direct && std::string(direct) == "1") {
-    EXPECT_STREQ(launch(0)->name, "ac_decode_bf16_d64");
-    EXPECT_EQ(launch(0)->block[0], 256u);
+  const bool tiles = !(direct && std::string(direct) == "1");
+  const FakeLaunch* split = launch(tiles ? 1 : 0);
+  if (!tiles) {
+    EXPECT_STREQ(split->name, "ac_decode_bf16_d64");
+    EXPECT_EQ(split->block[0], 256u);
+    EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
   } else {
-    EXPECT_STREQ(launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
-    EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(ac_tiled_keys_shape_amd(64).threads()));
-    EXPECT_EQ(launch(0)->grid[1], 8u);  // KV heads
+    EXPECT_STREQ(launch(0)->name, "ac_zero_counts");
+    EXPECT_STREQ(split->name, "ac_tiled_keys_paged_bf16_d64");
+    EXPECT_EQ(split->block[0], static_cast<unsigned>(ac_tiled_keys_shape_amd(64).threads()));
+    EXPECT_EQ(split->grid[1], 8u);  // KV heads
   }
-  EXPECT_GT(launch(0)->grid[2], 1u);  // one sequence of 32k keys is split
-  EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
+  EXPECT_GT(split->grid[2], 1u);  // one sequence of 32k keys is split
   // The kernels divide by the group and the split count through the launcher's multiply-shift
   // pairs (fast_divide.hpp): the split kernel's parameters carry this call's.
   const ac_attention_params& p = g_first_params;
   EXPECT_EQ(p.group, 8);
-  EXPECT_EQ(p.num_splits, static_cast<int32_t>(launch(0)->grid[2]));
+  EXPECT_EQ(p.num_splits, static_cast<int32_t>(split->grid[2]));
+  // The folded merge's counters: per KV head, the one m-tile of the one query's rows, plus one
+  // per sequence (kernel_params.h).
+  EXPECT_EQ(p.split_counts != nullptr, tiles);
+  if (tiles) {
+    EXPECT_EQ(p.counts_per_head, 2);
+  }
   for (int32_t n : {0, 7, 8, 9, 100, 511}) {
     EXPECT_EQ(ac_fast_div(n, p.group_mul, p.group_shift), n / 8) << n;
     EXPECT_EQ(ac_fast_div(n, p.splits_mul, p.splits_shift), n / p.num_splits) << n;
@@ -162,17 +174,20 @@ static void expect_split_decode_on(const char* arch, bool wmma) {
   auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
   ASSERT_EQ(count(), 2);
   const char* direct = std::getenv("AITER_COMPAT_AMD_DIRECT");
-  if (wmma && !(direct && std::string(direct) == "1")) {
-    EXPECT_STREQ(launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
-    EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(gpu::tiled_shape(gpu::KernelId::tiled_keys, 64, arch).threads()));
-    EXPECT_EQ(launch(0)->block[0], 128u);
-    EXPECT_EQ(launch(0)->grid[1], 8u);  // KV heads
+  const bool tiles = wmma && !(direct && std::string(direct) == "1");
+  const FakeLaunch* split = launch(tiles ? 1 : 0);  // the tiles fold the merge in, after zeroing its counters
+  if (tiles) {
+    EXPECT_STREQ(launch(0)->name, "ac_zero_counts");
+    EXPECT_STREQ(split->name, "ac_tiled_keys_paged_bf16_d64");
+    EXPECT_EQ(split->block[0], static_cast<unsigned>(gpu::tiled_shape(gpu::KernelId::tiled_keys, 64, arch).threads()));
+    EXPECT_EQ(split->block[0], 128u);
+    EXPECT_EQ(split->grid[1], 8u);  // KV heads
   } else {
-    EXPECT_STREQ(launch(0)->name, "ac_decode_bf16_d64");
-    EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(AC_DECODE_THREADS));
+    EXPECT_STREQ(split->name, "ac_decode_bf16_d64");
+    EXPECT_EQ(split->block[0], static_cast<unsigned>(AC_DECODE_THREADS));
+    EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
   }
-  EXPECT_GT(launch(0)->grid[2], 1u);  // one sequence of 32k keys is split
-  EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
+  EXPECT_GT(split->grid[2], 1u);  // one sequence of 32k keys is split
   const void* image = reinterpret_cast<const void* (*)()>(dlsym(lib, "fake_hip_last_image"))();
   const void* want = nullptr;
   for (const auto& o : code_objects())
@@ -184,8 +199,8 @@ static void expect_split_decode_on(const char* arch, bool wmma) {
   run_gpu(wide.args(), nullptr);
   ASSERT_EQ(count(), 4);
   const bool tiles_128 = wmma && std::string(arch).rfind("gfx12", 0) == 0 && !(direct && std::string(direct) == "1");
-  EXPECT_STREQ(launch(2)->name, tiles_128 ? "ac_tiled_keys_paged_bf16_d128" : "ac_decode_bf16_d128");
-  EXPECT_STREQ(launch(3)->name, "ac_merge_bf16");
+  EXPECT_STREQ(launch(tiles_128 ? 3 : 2)->name, tiles_128 ? "ac_tiled_keys_paged_bf16_d128" : "ac_decode_bf16_d128");
+  EXPECT_STREQ(launch(tiles_128 ? 2 : 3)->name, tiles_128 ? "ac_zero_counts" : "ac_merge_bf16");
 }
 TEST(HipLauncher, DecodeOnRdna4TakesTheWmmaTiles) { expect_split_decode_on("gfx1201", true); }
 TEST(HipLauncher, DecodeOnRdna3TakesTheWmmaTiles) { expect_split_decode_on("gfx1100", true); }

@@ -3,7 +3,8 @@
 // memory is host memory): each launch's parameter struct becomes the CPU reference's arguments.
 // A faithful device, so the self-test passes where the launcher and the kernels' parameters are
 // right, and fails where the parameters are perturbed (AITER_COMPAT_SELFTEST_FAULT). Split-KV
-// launches are taken whole by their merge (the partial results are the kernels' own business).
+// launches are taken whole by their merge kernel, or by the split kernel that folds the merge in
+// (the partial results are the kernels' own business).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -104,11 +105,12 @@ inline void emulate_merge_states(const ac_merge_params& p, DType t) {
 // The stand-in runtimes' kernel hook (fake_launch.h).
 inline void emulate_kernel(const char* fn, const void* params) {
   const std::string name = fn;
+  if (name == "ac_zero_counts") return;  // the folded merge's counters: the call is taken whole below
   const DType t = emulated_dtype(name);
   if (name.rfind("ac_merge_states_", 0) == 0) return emulate_merge_states(*static_cast<const ac_merge_params*>(params), t);
   const auto& p = *static_cast<const ac_attention_params*>(params);
   if (name.rfind("ac_merge_", 0) == 0) return emulate_attention(p);  // the split merge: the whole call
-  if (p.num_splits > 1) return;                                       // its merge follows
+  if (p.num_splits > 1 && !p.split_counts) return;                    // its merge kernel follows
   emulate_attention(p);
 }
 

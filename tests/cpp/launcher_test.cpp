@@ -97,16 +97,21 @@ TEST(Launcher, DecodeKernelAndSplits) {
   fake.reset();
   DecodeCase sixteen(16, 4096);  // 128 blocks: 4 splits of 1024 keys make one wave of 512
   run_gpu(sixteen.args, nullptr);
+  // The "keys" split kernel folds the merge in (its last split block per KV head enters the
+  // sink, once), after a kernel that zeroes its arrival counters: no merge kernel. 8 KV heads x
+  // (8 m-tiles of 16 rows for 16 x 8 query rows, + 16 sequences): 192, two blocks of 128 threads.
   ASSERT_EQ(fake.launches(), 2);
-  EXPECT_EQ(fake.launch(0)->grid[2], 16u * 4);
-  EXPECT_STREQ(fake.launch(1)->name, "ac_merge_bf16");  // the sink enters here, once
+  EXPECT_STREQ(fake.launch(0)->name, "ac_zero_counts");
+  EXPECT_EQ(fake.launch(0)->grid[0], 2u);
+  EXPECT_STREQ(fake.launch(1)->name, "ac_tiled_keys_paged_bf16_d64");
+  EXPECT_EQ(fake.launch(1)->grid[2], 16u * 4);
 
   fake.reset();
   DecodeCase one(1, 32768);
   run_gpu(one.args, nullptr);
   ASSERT_EQ(fake.launches(), 2);
-  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
-  EXPECT_EQ(fake.launch(0)->grid[2], 64u);  // 66 fit one wave: capped at 64 splits (512 keys each)
+  EXPECT_STREQ(fake.launch(1)->name, "ac_tiled_keys_paged_bf16_d64");
+  EXPECT_EQ(fake.launch(1)->grid[2], 64u);  // 66 fit one wave: capped at 64 splits (512 keys each)
   // Eager: the scratch comes from the launcher's own pool, which keeps its memory (release
   // threshold at its maximum), and goes back to it after the merge.
   EXPECT_EQ(fake.pool_allocations(), 1);
@@ -261,43 +266,50 @@ TEST(Launcher, OneModulePerDeviceAndNoneForAnotherArch) {
   EXPECT_EQ(fake.module_loads(1), 0);
 }
 
-// The split merge is the split kernel's programmatic dependent on sm_90 with a driver from CUDA
-// 12.3 (eager and captured alike): it starts while the split kernel's last blocks run and waits
-// inside the GPU. An older driver, or AITER_COMPAT_NO_PDL=1, launches it plainly after the split.
-TEST(Launcher, SplitMergeIsTheSplitKernelsProgrammaticDependent) {
+// A split call's second kernel is the first's programmatic dependent on sm_90 with a driver from
+// CUDA 12.3 (eager and captured alike): the "keys" split kernel after the kernel that zeroes its
+// counters (it folds the merge in), or, with AITER_COMPAT_MERGE_KERNEL=1, the merge kernel after
+// the split kernel. It starts while the first's blocks run and waits inside the GPU. An older
+// driver, or AITER_COMPAT_NO_PDL=1, launches it plainly after the first.
+TEST(Launcher, SplitCallsSecondKernelIsTheFirstsProgrammaticDependent) {
   if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
   Fake fake;
   DecodeCase one(1, 32768);
-  auto merge_of_one_split_call = [&](const char* what, int driver_version = 13000, bool capturing = false) {
+  auto second_of_one_split_call = [&](const char* what, int driver_version = 13000, bool capturing = false) {
+    const bool merge_kernel = std::getenv("AITER_COMPAT_MERGE_KERNEL") != nullptr;
     fake.reset();
     fake.set_driver_version(driver_version);
     fake.set_capturing(capturing ? 1 : 0);
     run_gpu(one.args, nullptr);
     fake.set_capturing(0);
     EXPECT_EQ(fake.launches(), 2) << what;
-    EXPECT_STREQ(fake.launch(1)->name, "ac_merge_bf16") << what;
-    EXPECT_FALSE(fake.launch(0)->programmatic) << what << ": the split kernel follows the caller's work";
+    EXPECT_STREQ(fake.launch(0)->name, merge_kernel ? "ac_tiled_keys_paged_bf16_d64" : "ac_zero_counts") << what;
+    EXPECT_STREQ(fake.launch(1)->name, merge_kernel ? "ac_merge_bf16" : "ac_tiled_keys_paged_bf16_d64") << what;
+    EXPECT_FALSE(fake.launch(0)->programmatic) << what << ": the first kernel follows the caller's work";
     const bool programmatic = fake.launch(1)->programmatic != 0;
     fake.reset();
     return programmatic;
   };
-  EXPECT_TRUE(merge_of_one_split_call("eager, CUDA 13.0 driver"));
-  EXPECT_TRUE(merge_of_one_split_call("captured", 13000, true));
-  EXPECT_TRUE(merge_of_one_split_call("CUDA 12.3 driver", 12030));
-  // 12.2: no programmatic edges in captured graphs, so none at all
-  EXPECT_FALSE(merge_of_one_split_call("CUDA 12.2 driver", 12020));
+  for (const char* merge_kernel : {"", "1"}) {
+    if (*merge_kernel) setenv("AITER_COMPAT_MERGE_KERNEL", merge_kernel, 1);
+    EXPECT_TRUE(second_of_one_split_call("eager, CUDA 13.0 driver"));
+    EXPECT_TRUE(second_of_one_split_call("captured", 13000, true));
+    EXPECT_TRUE(second_of_one_split_call("CUDA 12.3 driver", 12030));
+    // 12.2: no programmatic edges in captured graphs, so none at all
+    EXPECT_FALSE(second_of_one_split_call("CUDA 12.2 driver", 12020));
+    setenv("AITER_COMPAT_NO_PDL", "1", 1);
+    EXPECT_FALSE(second_of_one_split_call("AITER_COMPAT_NO_PDL=1"));
+    setenv("AITER_COMPAT_NO_PDL", "0", 1);
+    EXPECT_TRUE(second_of_one_split_call("AITER_COMPAT_NO_PDL=0"));
+    unsetenv("AITER_COMPAT_NO_PDL");
+  }
+  unsetenv("AITER_COMPAT_MERGE_KERNEL");
 
   DecodeCase unsplit(64, 4096);
   fake.reset();
   run_gpu(unsplit.args, nullptr);
   ASSERT_EQ(fake.launches(), 1);
   EXPECT_FALSE(fake.launch(0)->programmatic);
-
-  setenv("AITER_COMPAT_NO_PDL", "1", 1);
-  EXPECT_FALSE(merge_of_one_split_call("AITER_COMPAT_NO_PDL=1"));
-  setenv("AITER_COMPAT_NO_PDL", "0", 1);
-  EXPECT_TRUE(merge_of_one_split_call("AITER_COMPAT_NO_PDL=0"));
-  unsetenv("AITER_COMPAT_NO_PDL");
 }
 
 // cuLaunchKernelEx's structs as the launcher lays them out (cuda_launch_config.hpp) against

@@ -410,3 +410,60 @@ def test_split_decode_graph_replays_with_new_inputs():
         graph.replay()
         torch.cuda.synchronize()
         record(f"decode: split 1 x 32k graph replay {replay}", out, want, 1e-2)
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_split_decode_folded_merge_and_merge_kernel_agree(d, monkeypatch):
+    """The "keys" split kernel folds the merge into the last split block of each KV head; with
+    AITER_COMPAT_MERGE_KERNEL=1 the merge kernel merges instead. Both against the CPU route, on
+    sequences of unequal lengths (a few splits each, some with no keys in their last splits) and
+    the log-sum-exp, whose row the fold writes too."""
+    q, kc, vc, table, used, _ = paged([9000, 40, 2500], [1] * 3, 64, 8, d, 16)
+    sinks = torch.randn(64)
+    want, want_lse = aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=0.125, sinks=sinks,
+                                                         return_lse=True)
+    g = [t.cuda() for t in (q, kc, vc, table, used)]
+    for merge_kernel in ("", "1"):
+        monkeypatch.setenv("AITER_COMPAT_MERGE_KERNEL", merge_kernel)
+        got, lse = aiter_compat.paged_attention_decode(*g, softmax_scale=0.125, sinks=sinks.cuda(), return_lse=True)
+        torch.cuda.synchronize()
+        what = "merge kernel" if merge_kernel else "folded merge"
+        record(f"decode: split d{d}, {what}", got, want, 1e-2)
+        assert torch.allclose(lse.cpu(), want_lse, atol=1e-3, rtol=1e-3), f"{what}: LSE"
+
+
+def test_split_decode_graph_beside_eager_calls_on_another_stream():
+    """Correct across streams: a split decode captured on one stream is replayed on a second while
+    eager split decodes of other inputs run on the first, with nothing ordering the two. Each
+    call's arrival counters are its own scratch, zeroed at its start; counters shared between
+    calls (reset by their last block) would let one call's blocks count as another's."""
+    torch.manual_seed(3)
+    a = paged([32768], [1], 64, 8, 64, 16)
+    b = paged([20000], [1], 64, 8, 64, 16)
+    sinks_a, sinks_b = torch.randn(64), torch.randn(64)
+    want_a = aiter_compat.paged_attention_decode(*a[:5], softmax_scale=0.125, sinks=sinks_a)
+    want_b = aiter_compat.paged_attention_decode(*b[:5], softmax_scale=0.125, sinks=sinks_b)
+    ga, gb = [t.cuda() for t in a[:5]], [t.cuda() for t in b[:5]]
+    ga_sinks, gb_sinks = sinks_a.cuda(), sinks_b.cuda()
+    out_a = torch.empty(a[0].shape, dtype=a[0].dtype, device=DEV)
+    first, second = torch.cuda.Stream(), torch.cuda.Stream()
+    first.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(first):
+        aiter_compat.paged_attention_decode(*ga, softmax_scale=0.125, sinks=ga_sinks, out=out_a)  # warm-up
+    first.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=first):
+        aiter_compat.paged_attention_decode(*ga, softmax_scale=0.125, sinks=ga_sinks, out=out_a)
+    outs_b = [torch.empty(b[0].shape, dtype=b[0].dtype, device=DEV) for _ in range(8)]
+    for i in range(8):
+        out_a.fill_(float("nan"))
+        torch.cuda.synchronize()
+        with torch.cuda.stream(second):
+            graph.replay()
+        with torch.cuda.stream(first):
+            for out_b in outs_b[:4] if i % 2 else outs_b[4:]:
+                aiter_compat.paged_attention_decode(*gb, softmax_scale=0.125, sinks=gb_sinks, out=out_b)
+        torch.cuda.synchronize()
+        record(f"decode: split graph replay {i} on a second stream", out_a, want_a, 1e-2)
+    for j, out_b in enumerate(outs_b):
+        record(f"decode: split eager call {j} beside graph replays", out_b, want_b, 1e-2)
