@@ -117,9 +117,11 @@ struct ac_tiled_shape {
   // fold_splits): each row's split weights and log-sum-exp, each thread's partial sum (16
   // bytes), and the block's "last to arrive" flag, in the tiles' shared memory once the
   // epilogue is done. The "keys" shapes (decode, the calls that split) fold; the row shapes,
-  // whose 64-128 rows of weights would not fit every arch's tiles, leave it to the merge kernel.
+  // whose 64-128 rows of weights would not fit every arch's tiles, leave it to the merge kernel,
+  // and so do the WMMA tiles (RDNA3, RDNA4, gfx1250), whose 32-lane waves have no registers to
+  // spare for it at head dim 128 (RDNA4's "keys" kernels spilled 16-20 VGPRs with it).
   constexpr int fold_bytes() const { return block_m() * (AC_MAX_SPLITS + 1) * 4 + threads() * 16 + 16; }
-  constexpr bool folds_split_merge() const { return warps_n > 1 && fold_bytes() <= smem_bytes(); }
+  constexpr bool folds_split_merge() const { return warps_n > 1 && amd != 2 && fold_bytes() <= smem_bytes(); }
 };
 // Head dim 256 (the row shape only): one 16-row m-tile per warp and 32-key tiles, so that the
 // output fragments (128 floats a thread) fit the registers and two blocks the shared memory.

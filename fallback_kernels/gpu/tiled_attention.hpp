@@ -253,10 +253,14 @@ struct TiledAttention : TileContext {
       return reinterpret_cast<const ac_f32x4*>(partial_out_row(p, 0, seq.q_start + row.token, kh * group + row.head, D)) +
              x % kChunks4;
     };
-    // Loads in flight per thread: 8 of 16 bytes, 4 on CDNA's 64-lane waves, whose blocks have
-    // twice the threads (and there 8 held gfx942's and gfx950's "keys" kernels at head dim 64 at
-    // 156-159 VGPRs, where 4 take 125-129).
-    constexpr int kInFlight = AC_WARP_SIZE == 64 ? 4 : 8;
+    // Loads in flight per thread: 8 of 16 bytes on NVIDIA, 4 on AMD's 64-lane waves (twice the
+    // threads per block; 8 held gfx942's and gfx950's "keys" kernels at head dim 64 at 156-159
+    // VGPRs, where 4 take 125-129).
+#if defined(AC_NVIDIA)
+    constexpr int kInFlight = 8;
+#else
+    constexpr int kInFlight = 4;
+#endif
     ac_f32x4 first_v[kInFlight];  // the first item's first splits: in flight beside the (max, sum) reads
     const bool has_item = g < groups && x0 < items;
     {
