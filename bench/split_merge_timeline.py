@@ -6,11 +6,11 @@ alternately, so that every mode's medians come from the same minutes:
 
   fold         the kernel that zeroes the arrival counters, then the "keys" split kernel, which
                folds the merge into each KV head's last split block, as its programmatic
-               dependent on sm_90 (the default)
-  fold-plain   the same, launched one after the other (AITER_COMPAT_NO_PDL=1)
+               dependent on sm_90 (AITER_COMPAT_SPLIT_MERGE=fold)
+  fold-plain   the same, launched one after the other (and AITER_COMPAT_NO_PDL=1)
   merge        the split kernel, then the merge kernel as its programmatic dependent
-               (AITER_COMPAT_MERGE_KERNEL=1)
-  merge-plain  the same, launched one after the other (both flags)
+               (AITER_COMPAT_SPLIT_MERGE=kernel, the default)
+  merge-plain  the same, launched one after the other (and AITER_COMPAT_NO_PDL=1)
 
     bench/split_merge_timeline.py [--batch 1] [--ctx 32768] [--kv bf16|fp8] [--modes fold,merge]
                                   [--max-splits N] [--json OUT]
@@ -94,9 +94,11 @@ def main():
     return 0
 
 
-MODES = {"fold": {}, "fold-plain": {"AITER_COMPAT_NO_PDL": "1"}, "merge": {"AITER_COMPAT_MERGE_KERNEL": "1"},
-         "merge-plain": {"AITER_COMPAT_MERGE_KERNEL": "1", "AITER_COMPAT_NO_PDL": "1"}}
-FLAGS = ("AITER_COMPAT_NO_PDL", "AITER_COMPAT_MERGE_KERNEL", "AITER_COMPAT_MAX_SPLITS")
+MODES = {"fold": {"AITER_COMPAT_SPLIT_MERGE": "fold"},
+         "fold-plain": {"AITER_COMPAT_SPLIT_MERGE": "fold", "AITER_COMPAT_NO_PDL": "1"},
+         "merge": {"AITER_COMPAT_SPLIT_MERGE": "kernel"},
+         "merge-plain": {"AITER_COMPAT_SPLIT_MERGE": "kernel", "AITER_COMPAT_NO_PDL": "1"}}
+FLAGS = ("AITER_COMPAT_NO_PDL", "AITER_COMPAT_SPLIT_MERGE", "AITER_COMPAT_MAX_SPLITS")
 
 
 def capture(call, stream, flags):

@@ -55,12 +55,23 @@ bool flag_set(const char* name) {
 }
 bool wgmma_disabled() { return flag_set("AITER_COMPAT_NO_WGMMA"); }
 
+// Where a tiled split decode is merged: AITER_COMPAT_SPLIT_MERGE=fold folds the merge into each
+// KV head's last split block ("keys" kernels on NVIDIA and CDNA, kernel_params.h), =kernel
+// launches the merge kernel. The merge kernel stays the default until the fold has been measured
+// right and faster on a GPU (docs/kernel-notes.md, version 14). Read at each call.
+constexpr bool kFoldByDefault = false;
+bool fold_requested() {
+  const char* v = std::getenv("AITER_COMPAT_SPLIT_MERGE");
+  if (v && std::string(v) == "fold") return true;
+  if (v && std::string(v) == "kernel") return false;
+  return kFoldByDefault;
+}
+
 // The split merge is launched as the split kernel's programmatic dependent on sm_90 and later
 // (runtime.hpp: launch_dependent): its launch and set-up overlap the split kernel's last blocks
 // instead of following them; where the "keys" split kernel folds the merge in, that kernel is the
 // dependent of the one that zeroes its counters. AITER_COMPAT_NO_PDL=1 launches each after the
-// one before instead, and AITER_COMPAT_MERGE_KERNEL=1 keeps the merge kernel where the fold
-// would serve (both to compare); the flags are read at each call, the arch once per module.
+// one before instead (to compare); the flags are read at each call, the arch once per module.
 bool takes_dependent_merge(Vendor v, const std::string& arch) {
   return v == Vendor::nvidia && arch.rfind("sm_", 0) == 0 && std::atoi(arch.c_str() + 3) >= 90;
 }
@@ -307,7 +318,7 @@ KernelId launch_attention(const AttentionLaunch& c) {
   // Partial outputs and (max, sum) per split live in stream-ordered scratch memory, and so do the
   // folded merge's counters: one per (KV head, sequence, m-tile), laid out by the rows before each
   // sequence (kernel_params.h), whatever max_seqlen_q the caller gave.
-  const bool fold = k.fold_rows > 0 && m.zero_counts && !flag_set("AITER_COMPAT_MERGE_KERNEL");
+  const bool fold = k.fold_rows > 0 && m.zero_counts && fold_requested();
   const int64_t per_head =
       fold ? (static_cast<int64_t>(p.total_q) * (p.hq / p.hk) + k.fold_rows - 1) / k.fold_rows + p.batch : 0;
   const int64_t counts = per_head * p.hk;

@@ -95,6 +95,7 @@ TEST(Launcher, DecodeKernelAndSplits) {
   EXPECT_EQ(fake.allocations(), 0);
 
   fake.reset();
+  setenv("AITER_COMPAT_SPLIT_MERGE", "fold", 1);
   DecodeCase sixteen(16, 4096);  // 128 blocks: 4 splits of 1024 keys make one wave of 512
   run_gpu(sixteen.args, nullptr);
   // The "keys" split kernel folds the merge in (its last split block per KV head enters the
@@ -112,6 +113,12 @@ TEST(Launcher, DecodeKernelAndSplits) {
   ASSERT_EQ(fake.launches(), 2);
   EXPECT_STREQ(fake.launch(1)->name, "ac_tiled_keys_paged_bf16_d64");
   EXPECT_EQ(fake.launch(1)->grid[2], 64u);  // 66 fit one wave: capped at 64 splits (512 keys each)
+  unsetenv("AITER_COMPAT_SPLIT_MERGE");  // the default: the merge kernel
+  fake.reset();
+  run_gpu(one.args, nullptr);
+  ASSERT_EQ(fake.launches(), 2);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
+  EXPECT_STREQ(fake.launch(1)->name, "ac_merge_bf16");  // the sink enters here, once
   // Eager: the scratch comes from the launcher's own pool, which keeps its memory (release
   // threshold at its maximum), and goes back to it after the merge.
   EXPECT_EQ(fake.pool_allocations(), 1);
@@ -268,15 +275,16 @@ TEST(Launcher, OneModulePerDeviceAndNoneForAnotherArch) {
 
 // A split call's second kernel is the first's programmatic dependent on sm_90 with a driver from
 // CUDA 12.3 (eager and captured alike): the "keys" split kernel after the kernel that zeroes its
-// counters (it folds the merge in), or, with AITER_COMPAT_MERGE_KERNEL=1, the merge kernel after
-// the split kernel. It starts while the first's blocks run and waits inside the GPU. An older
+// counters (AITER_COMPAT_SPLIT_MERGE=fold: it folds the merge in), or the merge kernel after the
+// split kernel (=kernel, and the default). It starts while the first's blocks run and waits inside the GPU. An older
 // driver, or AITER_COMPAT_NO_PDL=1, launches it plainly after the first.
 TEST(Launcher, SplitCallsSecondKernelIsTheFirstsProgrammaticDependent) {
   if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
   Fake fake;
   DecodeCase one(1, 32768);
   auto second_of_one_split_call = [&](const char* what, int driver_version = 13000, bool capturing = false) {
-    const bool merge_kernel = std::getenv("AITER_COMPAT_MERGE_KERNEL") != nullptr;
+    const char* mode = std::getenv("AITER_COMPAT_SPLIT_MERGE");
+    const bool merge_kernel = !mode || std::string(mode) != "fold";
     fake.reset();
     fake.set_driver_version(driver_version);
     fake.set_capturing(capturing ? 1 : 0);
@@ -290,8 +298,9 @@ TEST(Launcher, SplitCallsSecondKernelIsTheFirstsProgrammaticDependent) {
     fake.reset();
     return programmatic;
   };
-  for (const char* merge_kernel : {"", "1"}) {
-    if (*merge_kernel) setenv("AITER_COMPAT_MERGE_KERNEL", merge_kernel, 1);
+  for (const char* mode : {"fold", "kernel", ""}) {
+    if (*mode) setenv("AITER_COMPAT_SPLIT_MERGE", mode, 1);
+    else unsetenv("AITER_COMPAT_SPLIT_MERGE");
     EXPECT_TRUE(second_of_one_split_call("eager, CUDA 13.0 driver"));
     EXPECT_TRUE(second_of_one_split_call("captured", 13000, true));
     EXPECT_TRUE(second_of_one_split_call("CUDA 12.3 driver", 12030));
@@ -303,7 +312,7 @@ TEST(Launcher, SplitCallsSecondKernelIsTheFirstsProgrammaticDependent) {
     EXPECT_TRUE(second_of_one_split_call("AITER_COMPAT_NO_PDL=0"));
     unsetenv("AITER_COMPAT_NO_PDL");
   }
-  unsetenv("AITER_COMPAT_MERGE_KERNEL");
+  unsetenv("AITER_COMPAT_SPLIT_MERGE");
 
   DecodeCase unsplit(64, 4096);
   fake.reset();

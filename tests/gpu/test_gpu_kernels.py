@@ -415,7 +415,7 @@ def test_split_decode_graph_replays_with_new_inputs():
 @pytest.mark.parametrize("d", [64, 128])
 def test_split_decode_folded_merge_and_merge_kernel_agree(d, monkeypatch):
     """The "keys" split kernel folds the merge into the last split block of each KV head; with
-    AITER_COMPAT_MERGE_KERNEL=1 the merge kernel merges instead. Both against the CPU route, on
+    AITER_COMPAT_SPLIT_MERGE=kernel (the default) the merge kernel merges instead. Both against the CPU route, on
     sequences of unequal lengths (a few splits each, some with no keys in their last splits) and
     the log-sum-exp, whose row the fold writes too."""
     q, kc, vc, table, used, _ = paged([9000, 40, 2500], [1] * 3, 64, 8, d, 16)
@@ -424,7 +424,7 @@ def test_split_decode_folded_merge_and_merge_kernel_agree(d, monkeypatch):
                                                          return_lse=True)
     g = [t.cuda() for t in (q, kc, vc, table, used)]
     for merge_kernel in ("", "1"):
-        monkeypatch.setenv("AITER_COMPAT_MERGE_KERNEL", merge_kernel)
+        monkeypatch.setenv("AITER_COMPAT_SPLIT_MERGE", "kernel" if merge_kernel else "fold")
         got, lse = aiter_compat.paged_attention_decode(*g, softmax_scale=0.125, sinks=sinks.cuda(), return_lse=True)
         torch.cuda.synchronize()
         what = "merge kernel" if merge_kernel else "folded merge"
@@ -432,11 +432,12 @@ def test_split_decode_folded_merge_and_merge_kernel_agree(d, monkeypatch):
         assert torch.allclose(lse.cpu(), want_lse, atol=1e-3, rtol=1e-3), f"{what}: LSE"
 
 
-def test_split_decode_graph_beside_eager_calls_on_another_stream():
+def test_split_decode_graph_beside_eager_calls_on_another_stream(monkeypatch):
     """Correct across streams: a split decode captured on one stream is replayed on a second while
     eager split decodes of other inputs run on the first, with nothing ordering the two. Each
     call's arrival counters are its own scratch, zeroed at its start; counters shared between
     calls (reset by their last block) would let one call's blocks count as another's."""
+    monkeypatch.setenv("AITER_COMPAT_SPLIT_MERGE", "fold")
     torch.manual_seed(3)
     a = paged([32768], [1], 64, 8, 64, 16)
     b = paged([20000], [1], 64, 8, 64, 16)
