@@ -5,7 +5,8 @@
 # ./gpu-results). Skips, saying why, where there is no GPU.
 #   BENCH=quick|full|0: which timings (BENCH_ONLY=REGEX: those cases alone); BENCH_AB=REGEX: those
 #   cases again, same run, under BENCH_AB_ENV (default AITER_COMPAT_NO_WGMMA=1: the mma.sync
-#   kernels); SANITIZERS="memcheck racecheck" by default; TESTS=0 skips the test runs (and the
+#   kernels); SANITIZERS="memcheck racecheck" by default, each run with the merge kernel and again
+#   with the folded split merge (SANITIZE_FOLD=0: the first alone); TESTS=0 skips the test runs (and the
 #   C API check, tests/gpu/capi_gpu_check.c); MMA_SYNC=0 skips the prefill cases' second run on
 #   the mma.sync kernels; TEST_TIMEOUT (seconds, 480) bounds the suite; GPU_TESTS (default tests/gpu)
 #   names the test files to run, when the whole suite does not fit one run. bench/eager_overhead.py runs with the timings.
@@ -63,6 +64,12 @@ if [ "${TESTS:-1}" != 0 ]; then
       2>&1 | tee "$OUT/gpu_tests_mma_sync.log" | tail -5
     [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
   fi
+  # The split-KV cases again with the merge folded into the "keys" split kernels (opt-in until it
+  # has run on a GPU: docs/kernel-notes.md, version 14).
+  echo "split cases again with the folded merge (AITER_COMPAT_SPLIT_MERGE=fold):"
+  AITER_COMPAT_SPLIT_MERGE=fold timeout 200 "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} -k "split and not grid" \
+    2>&1 | tee "$OUT/gpu_tests_fold.log" | tail -5
+  [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
 fi
 capi_rc=0
 if [ "${TESTS:-1}" != 0 ]; then
@@ -70,11 +77,16 @@ if [ "${TESTS:-1}" != 0 ]; then
   capi_rc=${PIPESTATUS[0]}
 fi
 san_rc=0
+# Each tool on the default launches, then with the folded split merge (SANITIZE_FOLD=0 skips it).
 for tool in ${SANITIZERS:-memcheck racecheck}; do
-  timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$PY" tests/gpu/sanitizer_cases.py > "$OUT/$tool.log" 2>&1
-  rc=$?
-  echo "compute-sanitizer $tool: rc=$rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases ran' "$OUT/$tool.log" | tr '\n' ' ')"
-  [ $rc -ne 0 ] && san_rc=$rc
+  for merge in kernel fold; do
+    [ "$merge" = fold ] && [ "${SANITIZE_FOLD:-1}" = 0 ] && continue
+    AITER_COMPAT_SPLIT_MERGE=$merge timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$PY" tests/gpu/sanitizer_cases.py \
+      > "$OUT/$tool-$merge.log" 2>&1
+    rc=$?
+    echo "compute-sanitizer $tool ($merge merge): rc=$rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases ran' "$OUT/$tool-$merge.log" | tr '\n' ' ')"
+    [ $rc -ne 0 ] && san_rc=$rc
+  done
 done
 case "${BENCH:-quick}" in
   quick) timeout 200 "$PY" bench/gpu_attention.py --quick ${BENCH_ONLY:+--only "$BENCH_ONLY"} --json "$OUT/bench_quick.json" 2>&1 | tee "$OUT/bench.log" ;;
