@@ -63,8 +63,12 @@ AC_DEVICE void ac_fence_device() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "age
 AC_DEVICE uint32_t ac_arrive(uint32_t* counter) {
   return __hip_atomic_fetch_add(counter, 1u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
-// Every thread of the block that reads what another CU stored: its L1 invalidated.
+// Every thread of the block that reads what another CU stored: its L1 invalidated; and every
+// thread that stored what another CU will read, before the barrier and the one thread's count
+// (the one thread's fence after the barrier covers the other waves' stores in LLVM's AMDGPU
+// memory model; this does not rest on it).
 AC_DEVICE void ac_acquire_device() { __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent"); }
+AC_DEVICE void ac_release_device() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent"); }
 #elif defined(__CUDACC__)
 #define AC_NVIDIA 1
 #define AC_KERNEL extern "C" __global__ __launch_bounds__(256)
@@ -120,8 +124,10 @@ AC_DEVICE void ac_wait_for_primary() {
 AC_DEVICE void ac_fence_device() { __threadfence(); }
 AC_DEVICE uint32_t ac_arrive(uint32_t* counter) { return atomicAdd(counter, 1u); }
 // Nothing per thread: the readers' loads bypass L1 (ac_load_l2), after the fence of the thread
-// that saw the counter and a barrier.
+// that saw the counter and a barrier; the writers' stores are ordered by the barrier before the
+// counting thread's fence (cooperative groups' grid sync rests on the same).
 AC_DEVICE void ac_acquire_device() {}
+AC_DEVICE void ac_release_device() {}
 #elif defined(AC_HOST_MODEL)
 // The host model of the kernels' shared building blocks (key_range.hpp, row_finish.hpp), which
 // the C++ tests compile for the CPU: the same source, standard math in place of the intrinsics.

@@ -207,6 +207,9 @@ struct TiledAttention : TileContext {
     } else {
       epilogue(tiles, o, m_run, l_run, split, warp_m, warp_n, lane, tid, v_scale, early_sink);
     }
+    if constexpr (S.folds_split_merge()) {
+      if (p.num_splits > 1 && p.split_counts) ac_release_device();  // this thread's partial rows, before the count
+    }
     ac_sync();  // the next m-tile (or the fold) reuses shared memory
     if constexpr (S.folds_split_merge()) {
       if (p.num_splits > 1 && p.split_counts) {
@@ -233,7 +236,8 @@ struct TiledAttention : TileContext {
     if (tid == 0) {
       ac_wait_for_primary();  // the zeroing kernel's stores (launched as its programmatic dependent)
       ac_fence_device();      // the block's partial rows (before the barrier above) ordered before the count
-      const int64_t at = static_cast<int64_t>(kh) * p.counts_per_head + seq.q_start * group / kBlockM + seq.b + m_tile;
+      const int64_t at = static_cast<int64_t>(kh) * p.counts_per_head + static_cast<int64_t>(seq.q_start) * group / kBlockM +
+                         seq.b + m_tile;
       *last_s = ac_arrive(p.split_counts + at) == static_cast<uint32_t>(p.num_splits - 1);
       ac_fence_device();
     }

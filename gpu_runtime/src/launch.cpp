@@ -60,12 +60,6 @@ bool wgmma_disabled() { return flag_set("AITER_COMPAT_NO_WGMMA"); }
 // launches the merge kernel. The merge kernel stays the default until the fold has been measured
 // right and faster on a GPU (docs/kernel-notes.md, version 14). Read at each call.
 constexpr bool kFoldByDefault = false;
-bool fold_requested() {
-  const char* v = std::getenv("AITER_COMPAT_SPLIT_MERGE");
-  if (v && std::string(v) == "fold") return true;
-  if (v && std::string(v) == "kernel") return false;
-  return kFoldByDefault;
-}
 
 // The split merge is launched as the split kernel's programmatic dependent on sm_90 and later
 // (runtime.hpp: launch_dependent): its launch and set-up overlap the split kernel's last blocks
@@ -287,6 +281,13 @@ LaunchPlan plan_attention(const AttentionLaunch& c) {
   return {k.id, k.splits};
 }
 
+bool split_merge_folded() {
+  const char* v = std::getenv("AITER_COMPAT_SPLIT_MERGE");
+  if (v && std::string(v) == "fold") return true;
+  if (v && std::string(v) == "kernel") return false;
+  return kFoldByDefault;
+}
+
 void force_row(std::optional<KernelId> row) { g_forced_row.store(row ? static_cast<int>(*row) : -1); }
 
 std::string code_object_id(const std::string& arch) {
@@ -318,19 +319,22 @@ KernelId launch_attention(const AttentionLaunch& c) {
   // Partial outputs and (max, sum) per split live in stream-ordered scratch memory, and so do the
   // folded merge's counters: one per (KV head, sequence, m-tile), laid out by the rows before each
   // sequence (kernel_params.h), whatever max_seqlen_q the caller gave.
-  const bool fold = k.fold_rows > 0 && m.zero_counts && fold_requested();
+  const bool fold = k.fold_rows > 0 && m.zero_counts && split_merge_folded();
   const int64_t per_head =
       fold ? (static_cast<int64_t>(p.total_q) * (p.hq / p.hk) + k.fold_rows - 1) / k.fold_rows + p.batch : 0;
   const int64_t counts = per_head * p.hk;
-  const size_t out_bytes = sizeof(float) * p.num_splits * p.total_q * p.hq * p.head_dim_v;
+  if (counts > INT32_MAX) throw GpuError("split-KV counters beyond 2^31 (batch x KV heads x m-tiles)");
+  // The (max, sum) pairs are read 8 bytes at a time and the partial rows 16: their region starts
+  // on a 16-byte boundary whatever the head dim (an odd one leaves the rows 4-byte aligned).
+  const size_t out_bytes = (sizeof(float) * p.num_splits * p.total_q * p.hq * p.head_dim_v + 15) / 16 * 16;
   const size_t ml_bytes = sizeof(float) * p.num_splits * p.total_q * p.hq * 2;
+  p.split_counts = nullptr, p.counts_per_head = 0;  // the merge kernel merges unless set below
   void* scratch = scratch_alloc(c.vendor, c.device, out_bytes + ml_bytes + sizeof(uint32_t) * counts, c.stream);
   p.partial_out = static_cast<float*>(scratch);
   p.partial_ml = reinterpret_cast<float*>(static_cast<char*>(scratch) + out_bytes);
   const bool dependent = m.dependent_merge && !flag_set("AITER_COMPAT_NO_PDL");
   try {
     if (fold) {
-      if (counts > INT32_MAX) throw GpuError("split-KV counters beyond 2^31 (batch x KV heads x m-tiles)");
       p.split_counts = reinterpret_cast<uint32_t*>(static_cast<char*>(scratch) + out_bytes + ml_bytes);
       p.counts_per_head = static_cast<int32_t>(per_head);
       if (selftest_fault().applies(KernelId::split_merge, c.dtype, p.head_dim_v)) p.sinks = nullptr;  // the merge's own sink

@@ -57,7 +57,9 @@ std::string cache_path() {
 
 std::string cache_key(gpu::Vendor v, int device) {
   const std::string arch = gpu::device_arch(v, device);
-  return arch + "|" + gpu::runtime_version(v) + "|" + AITER_COMPAT_VERSION + "+" + gpu::code_object_id(arch);
+  // The tiled decode families' split cases ran in one split-merge mode: a verdict holds for it.
+  return arch + "|" + gpu::runtime_version(v) + "|" + AITER_COMPAT_VERSION + "+" + gpu::code_object_id(arch) +
+         (gpu::split_merge_folded() ? "|folded-merge" : "");
 }
 
 std::string cache_family(const gpu::FamilyKey& k) {

@@ -433,6 +433,19 @@ TEST_F(Selftest, VerdictsAreCachedAndLaterProcessesSkipTheChecks) {
   EXPECT_EQ(fake.launches(), 0);
 }
 
+TEST_F(Selftest, TheFoldedSplitMergeHasVerdictsOfItsOwn) {
+  // The tiled decode's split cases run in the process's split-merge mode: verdicts measured with
+  // the merge kernel say nothing of the fold (AITER_COMPAT_SPLIT_MERGE=fold), and back.
+  const std::string plain = selftest::cache_key(kVendor, 0);
+  setenv("AITER_COMPAT_SPLIT_MERGE", "fold", 1);
+  const std::string folded = selftest::cache_key(kVendor, 0);
+  setenv("AITER_COMPAT_SPLIT_MERGE", "kernel", 1);
+  EXPECT_EQ(selftest::cache_key(kVendor, 0), plain);
+  unsetenv("AITER_COMPAT_SPLIT_MERGE");
+  EXPECT_NE(folded, plain);
+  EXPECT_EQ(folded.rfind(plain, 0), 0u) << folded;  // the same key, the mode added
+}
+
 TEST_F(Selftest, AnotherKeyIsCheckedAgain) {
   // A verdict under another driver's key (and one of another build) counts for nothing here.
   std::string key = selftest::cache_key(kVendor, 0);

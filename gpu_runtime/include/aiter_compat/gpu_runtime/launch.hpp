@@ -63,6 +63,10 @@ void launch_split_rows(const ac_split_rows_params& params, Vendor vendor, int de
 // row that failed its self-test is still never run.
 void force_row(std::optional<KernelId> row);
 
+// Whether tiled split decodes fold their merge into the last split block (AITER_COMPAT_SPLIT_MERGE,
+// read at each call): a cached self-test verdict holds for the mode it was measured in.
+bool split_merge_folded();
+
 // Names the code object built for `arch` (its size and a hash of its bytes; "" when none is
 // built): a cached self-test verdict holds for this build of the kernels only.
 std::string code_object_id(const std::string& arch);
