@@ -27,7 +27,7 @@ import sys
 import torch
 
 import aiter_compat
-from aiter_compat.bench import kv_cache, kv_scales
+from aiter_compat.bench import capture, kv_cache, kv_scales
 
 
 def main():
@@ -59,7 +59,7 @@ def main():
         print(f"unknown modes {unknown}: choose from {', '.join(MODES)}")
         return 2
     cap = {"AITER_COMPAT_MAX_SPLITS": str(args.max_splits)} if args.max_splits > 0 else {}
-    graphs = [capture(call, stream, {**MODES[mode], **cap}) for mode in modes]
+    graphs = [capture_in_mode(call, stream, {**MODES[mode], **cap}) for mode in modes]
     for _ in range(10):
         for graph in graphs:
             graph.replay()
@@ -101,22 +101,14 @@ MODES = {"fold": {"AITER_COMPAT_SPLIT_MERGE": "fold"},
 FLAGS = ("AITER_COMPAT_NO_PDL", "AITER_COMPAT_SPLIT_MERGE", "AITER_COMPAT_MAX_SPLITS")
 
 
-def capture(call, stream, flags):
+def capture_in_mode(call, stream, flags):
     """The call captured in a graph under the mode's flags (read at capture)."""
     before = {k: os.environ.get(k) for k in FLAGS}
     for k in FLAGS:
         os.environ.pop(k, None)
     os.environ.update(flags)
     try:
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                call()
-        stream.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            call()
-        return graph
+        return capture(call, stream)
     finally:
         for k, v in before.items():
             if v is None:

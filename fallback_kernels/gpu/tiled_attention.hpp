@@ -250,7 +250,7 @@ struct TiledAttention : TileContext {
     // Thread (g, x): item x (row x / kChunks4, chunk x % kChunks4) over splits g, g + groups, ...;
     // with more items than threads, items x, x + kThreads, ... over every split.
     const int items = rows * kChunks4, groups = items < kThreads ? kThreads / items : 1;
-    const int g = tid / items, x0 = groups > 1 ? tid % items : tid;
+    const int g = tid / items, x0 = tid % items;
     const int64_t stride = split_stride_rows(p) * kChunks4;  // one split further, in chunks
     auto src_of = [&](int x) {
       const RowOfGroup row = ac_row_of<kPlain>(p, row0 + x / kChunks4);

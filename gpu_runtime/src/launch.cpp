@@ -332,28 +332,31 @@ KernelId launch_attention(const AttentionLaunch& c) {
   void* scratch = scratch_alloc(c.vendor, c.device, out_bytes + ml_bytes + sizeof(uint32_t) * counts, c.stream);
   p.partial_out = static_cast<float*>(scratch);
   p.partial_ml = reinterpret_cast<float*>(static_cast<char*>(scratch) + out_bytes);
+  // The call's second kernel (the split kernel after the zeroing, or the merge after the split
+  // kernel) as the first's programmatic dependent where the GPU takes one, else after it.
   const bool dependent = m.dependent_merge && !flag_set("AITER_COMPAT_NO_PDL");
+  auto second = [&](void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned threads, unsigned smem, ac_attention_params* q) {
+    void* args[] = {q};
+    if (!dependent || !launch_dependent(c.vendor, fn, gx, gy, gz, threads, smem, c.stream, args))
+      run(c.vendor, fn, gx, gy, gz, threads, smem, c.stream, q);
+  };
+  // The self-test's fault for the split merge: its sink dropped, wherever it merges.
+  const bool drop_merge_sink = selftest_fault().applies(KernelId::split_merge, c.dtype, p.head_dim_v);
   try {
     if (fold) {
       p.split_counts = reinterpret_cast<uint32_t*>(static_cast<char*>(scratch) + out_bytes + ml_bytes);
       p.counts_per_head = static_cast<int32_t>(per_head);
-      if (selftest_fault().applies(KernelId::split_merge, c.dtype, p.head_dim_v)) p.sinks = nullptr;  // the merge's own sink
+      if (drop_merge_sink) p.sinks = nullptr;  // the split kernel reads the sinks only to merge
       int32_t n = static_cast<int32_t>(counts);
       void* zero_args[] = {&p.split_counts, &n};
       const unsigned zero_blocks = static_cast<unsigned>(std::min<int64_t>((counts + AC_THREADS - 1) / AC_THREADS, 1024));
       launch(c.vendor, m.zero_counts, zero_blocks, 1, 1, AC_THREADS, 0, c.stream, zero_args);
-      void* split_args[] = {&p};
-      if (!dependent || !launch_dependent(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem,
-                                          c.stream, split_args))
-        run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, c.stream, &p);
+      second(k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, &p);
     } else {
       run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, c.stream, &p);
       ac_attention_params merge = p;
-      if (selftest_fault().applies(KernelId::split_merge, c.dtype, p.head_dim_v)) merge.sinks = nullptr;
-      void* merge_args[] = {&merge};
-      if (!dependent ||
-          !launch_dependent(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, merge_args))
-        run(c.vendor, m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, c.stream, &merge);
+      if (drop_merge_sink) merge.sinks = nullptr;
+      second(m.split_merge[c.dtype], p.total_q, p.hq, 1, AC_THREADS, 0, &merge);
     }
   } catch (...) {
     try {

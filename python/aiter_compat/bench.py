@@ -135,6 +135,20 @@ def back_to_back(fn_a, fn_b, calls=10, rounds=20):
     return statistics.median(times[0]), statistics.median(times[1])
 
 
+def capture(call, stream=None):
+    """The call run once on `stream` (a new side stream if none: the warm-up loads the modules and
+    fills the scratch pool), then captured there in a CUDA graph."""
+    stream = stream or torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        call()
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        call()
+    return graph
+
+
 def graph_replay(calls):
     """A function replaying one CUDA graph per call in rotation (no host cost)."""
     side = torch.cuda.Stream()

@@ -5,6 +5,7 @@ values below 1 and relative above (see record)."""
 import pytest
 
 import aiter_compat
+from aiter_compat.bench import capture
 from conftest import RESULTS
 
 torch = pytest.importorskip("torch")
@@ -380,19 +381,6 @@ def test_explicit_stream_is_used():
     torch.cuda.synchronize()
 
 
-def captured(call, stream):
-    """The call run once on `stream` (warm-up: module loading, the scratch pool), then captured
-    there in a CUDA graph."""
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        call()
-    stream.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        call()
-    return graph
-
-
 def test_split_decode_graph_replays_with_new_inputs():
     """A split-KV decode (1 x 32k: the merge is the split kernel's programmatic dependent on
     sm_90) captured once and replayed behind a long kernel, with new queries, cache and sinks
@@ -404,8 +392,7 @@ def test_split_decode_graph_replays_with_new_inputs():
     g = [t.cuda() for t in (q, kc, vc, table, used)]
     g_sinks = sinks.cuda()
     out = torch.full(q.shape, float("nan"), dtype=q.dtype, device=DEV)
-    graph = captured(lambda: aiter_compat.paged_attention_decode(*g, softmax_scale=0.125, sinks=g_sinks, out=out),
-                     torch.cuda.Stream())
+    graph = capture(lambda: aiter_compat.paged_attention_decode(*g, softmax_scale=0.125, sinks=g_sinks, out=out))
     for replay in range(4):
         q, kc, vc = torch.randn_like(q), torch.randn_like(kc), torch.randn_like(vc)
         sinks = torch.randn(64)
@@ -455,8 +442,8 @@ def test_split_decode_graph_beside_eager_calls_on_another_stream(monkeypatch):
     ga_sinks, gb_sinks = sinks_a.cuda(), sinks_b.cuda()
     out_a = torch.empty(a[0].shape, dtype=a[0].dtype, device=DEV)
     first, second = torch.cuda.Stream(), torch.cuda.Stream()
-    graph = captured(lambda: aiter_compat.paged_attention_decode(*ga, softmax_scale=0.125, sinks=ga_sinks, out=out_a),
-                     first)
+    graph = capture(lambda: aiter_compat.paged_attention_decode(*ga, softmax_scale=0.125, sinks=ga_sinks, out=out_a),
+                    first)
     outs_b = [torch.empty(b[0].shape, dtype=b[0].dtype, device=DEV) for _ in range(8)]
     for i in range(8):
         out_a.fill_(float("nan"))
