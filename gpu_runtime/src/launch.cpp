@@ -57,8 +57,9 @@ bool wgmma_disabled() { return flag_set("AITER_COMPAT_NO_WGMMA"); }
 
 // Where a tiled split decode is merged: AITER_COMPAT_SPLIT_MERGE=fold folds the merge into each
 // KV head's last split block ("keys" kernels on NVIDIA and CDNA, kernel_params.h), =kernel
-// launches the merge kernel. The merge kernel stays the default until the fold has been measured
-// right and faster on a GPU (docs/kernel-notes.md, version 14). Read at each call.
+// launches the merge kernel. The merge kernel stays the default: on an H100 the fold is right but
+// 2.5-5 us slower per call, its last block's merge a serial tail that the merge kernel, resident
+// before the split kernel ends, overlaps (docs/kernel-notes.md, version 14). Read at each call.
 constexpr bool kFoldByDefault = false;
 
 // The split merge is launched as the split kernel's programmatic dependent on sm_90 and later
