@@ -40,6 +40,12 @@ def main():
     wanted = (lambda name: re.search(args.only, name) is not None) if args.only else (lambda name: True)
     from torch.nn.attention import SDPBackend
     peers = (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION))
+
+    def keep(row):
+        """A finished case: kept, and the JSON rewritten, so that a run cut short keeps its rows."""
+        rows.append(row)
+        if args.json:
+            write_results(args.json, rows, bw, matmul)
     vllm, why_not = vllm_triton_peer.load()
     if why_not:
         print(f"vLLM Triton column left empty: {why_not}")
@@ -75,7 +81,7 @@ def main():
                     row[f"{name}_us"] = sdpa_decode(batch, ctx, be) * 1e6
                     row[f"{name}/ours"] = ratio(row[f"{name}_us"], row["us"])
             vllm_peer(row, lambda: vllm_triton_peer.decode_time(vllm, batch, ctx, window))
-            rows.append(row)
+            keep(row)
     # Decode over an fp8 cache: half the bytes of the same shape in bf16; the peers are the bf16
     # ones on that shape (torch's SDPA takes no fp8 cache under bf16 queries).
     for batch, ctx in shapes:
@@ -93,7 +99,7 @@ def main():
                 row[f"{peer}_us"] = sdpa_decode(batch, ctx, be) * 1e6
                 row[f"{peer}/ours"] = ratio(row[f"{peer}_us"], row["us"])
             vllm_peer(row, lambda: vllm_triton_peer.decode_time(vllm, batch, ctx, window, kv="fp8"))
-            rows.append(row)
+            keep(row)
     for d in PREFILL_DIMS:
         for batch, seqlen in prefill_shapes(args.quick, d):
             for window in prefill_windows(d):
@@ -109,7 +115,7 @@ def main():
                         row[f"{name}_us"] = sdpa_prefill(batch, seqlen, d, be) * 1e6
                         row[f"{name}/ours"] = ratio(row[f"{name}_us"], row["us"])
                 vllm_peer(row, lambda: vllm_triton_peer.prefill_time(vllm, batch, seqlen, d, window))
-                rows.append(row)
+                keep(row)
     print(f"copy bandwidth (read + write): {bw / 1e12:.2f} TB/s; bf16 dense matmul: "
           f"{matmul / 1e12:.0f} TFLOP/s (the two ceilings)")
     print(f"{'case':28s} {'us':>9s} {'rate':>7s} {'%ceil':>6s} {'no-sink us':>10s} {'sink %':>6s} {'eager us':>9s} {'idle us':>8s} "
