@@ -40,12 +40,6 @@ def main():
     wanted = (lambda name: re.search(args.only, name) is not None) if args.only else (lambda name: True)
     from torch.nn.attention import SDPBackend
     peers = (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION))
-
-    def keep(row):
-        """A finished case: kept, and the JSON rewritten, so that a run cut short keeps its rows."""
-        rows.append(row)
-        if args.json:
-            write_results(args.json, rows, bw, matmul)
     vllm, why_not = vllm_triton_peer.load()
     if why_not:
         print(f"vLLM Triton column left empty: {why_not}")
@@ -63,6 +57,12 @@ def main():
     bw = copy_bandwidth()
     matmul = matmul_rate()
     rows = []
+
+    def keep(row):
+        """A finished case: kept, and the JSON rewritten, so that a run cut short keeps its rows."""
+        rows.append(row)
+        if args.json:
+            write_results(args.json, rows, bw, matmul)
     shapes = decode_shapes(args.quick)
     decode_case(*shapes[0], (-1, -1))  # warm-up: clocks, the memory pool, module loading
     for batch, ctx in shapes:
@@ -127,8 +127,6 @@ def main():
               f"{r['sinks_cost_pct']:6.1f} {r.get('eager_call_us', nan):9.1f} {r.get('idle_launch_us', nan):8.1f} {r.get('cudnn_us', nan):9.1f} "
               f"{r.get('cudnn/ours', nan):8.2f} {r.get('flash_us', nan):9.1f} {r.get('flash/ours', nan):8.2f} "
               f"{r.get('vllm_us', nan):9.1f} {r.get('vllm/ours', nan):8.2f}")
-    if args.json:
-        write_results(args.json, rows, bw, matmul)
 
 
 if __name__ == "__main__":

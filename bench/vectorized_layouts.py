@@ -15,7 +15,7 @@ import torch
 from torch.nn.attention import SDPBackend
 
 import aiter_compat
-from aiter_compat.bench import L2_BYTES, copy_bandwidth, graph_replay, ratio, sdpa_decode, timed
+from aiter_compat.bench import copy_bandwidth, graph_replay, kv_copies, ratio, sdpa_decode, timed
 
 HQ, HK, D, BLOCK, X = 64, 8, 64, 16, 8
 
@@ -31,7 +31,7 @@ def layouts(rows_k, rows_v):
 def case(batch, ctx):
     blocks = (ctx + BLOCK - 1) // BLOCK
     kv_bytes = 2 * batch * ctx * HK * D * 2
-    copies = max(1, int(3 * L2_BYTES // kv_bytes) + 1)
+    copies = kv_copies(kv_bytes)
     table = torch.arange(batch * blocks, dtype=torch.int32, device="cuda").reshape(batch, blocks)
     used = torch.full((batch,), ctx, dtype=torch.int32, device="cuda")
     q = torch.randn(batch, HQ, D, dtype=torch.bfloat16, device="cuda")

@@ -13,7 +13,7 @@ causal and with window (127, 0).
 """
 import torch
 
-from aiter_compat.bench import L2_BYTES, kv_cache, timed, timed_graphs
+from aiter_compat.bench import kv_cache, kv_copies, timed, timed_graphs
 
 BLOCK = 16
 SEGMENTS = 16          # vLLM's NUM_PAR_SOFTMAX_SEGMENTS
@@ -48,33 +48,32 @@ def _call(kernel, q, kc, vc, cu_q, max_q, used, max_k, table, window, kv, sinks,
         kv_quant_mode=mode.FP8_PER_TENSOR if kv == "fp8" else mode.NONE)
 
 
-def _paged(batch, ctx, hk, d, kv):
+def _paged(batch, ctx, hk, d):
+    """The cache's shape in vLLM's layout and the block table giving each sequence its blocks."""
     blocks = (ctx + BLOCK - 1) // BLOCK
-    shape = (batch * blocks, BLOCK, hk, d)
     table = torch.arange(batch * blocks, dtype=torch.int32, device="cuda").reshape(batch, blocks)
-    return (lambda: (kv_cache(shape, kv), kv_cache(shape, kv))), table
+    return (batch * blocks, BLOCK, hk, d), table
 
 
 def decode_time(kernel, batch, ctx, window, kv="bf16", hq=64, hk=8, d=64):
     """Median seconds of one decode step (graph replays, KV copies rotated past the L2)."""
-    make_kv, table = _paged(batch, ctx, hk, d, kv)
-    elem = 1 if kv == "fp8" else 2
-    copies = max(1, int(3 * L2_BYTES // (2 * batch * ctx * hk * d * elem)) + 1)
+    shape, table = _paged(batch, ctx, hk, d)
+    copies = kv_copies(2 * batch * ctx * hk * d * (1 if kv == "fp8" else 2))
     q = torch.randn(batch, hq, d, dtype=torch.bfloat16, device="cuda")
     out = torch.empty_like(q)
     cu_q = torch.arange(batch + 1, dtype=torch.int32, device="cuda")
     used = torch.full((batch,), ctx, dtype=torch.int32, device="cuda")
     sinks = torch.randn(hq, device="cuda")
     calls = [_call(kernel, q, kc, vc, cu_q, 1, used, ctx, table, window, kv, sinks, out)
-             for kc, vc in (make_kv() for _ in range(copies))]
+             for kc, vc in ((kv_cache(shape, kv), kv_cache(shape, kv)) for _ in range(copies))]
     return timed_graphs(calls)
 
 
 def prefill_time(kernel, batch, seqlen, d, window, hq=64, hk=8):
     """Median seconds of one causal prefill of `batch` sequences of `seqlen` over a paged cache
     holding their keys (what vLLM's backend does after writing the new keys to the cache)."""
-    make_kv, table = _paged(batch, seqlen, hk, d, "bf16")
-    kc, vc = make_kv()
+    shape, table = _paged(batch, seqlen, hk, d)
+    kc, vc = kv_cache(shape, "bf16"), kv_cache(shape, "bf16")
     q = torch.randn(batch * seqlen, hq, d, dtype=torch.bfloat16, device="cuda")
     out = torch.empty_like(q)
     cu_q = torch.arange(0, (batch + 1) * seqlen, seqlen, dtype=torch.int32, device="cuda")

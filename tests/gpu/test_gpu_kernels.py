@@ -417,11 +417,11 @@ def test_split_decode_folded_merge_and_merge_kernel_agree(d, monkeypatch):
     want, want_lse = aiter_compat.paged_attention_decode(q, kc, vc, table, used, softmax_scale=0.125, sinks=sinks,
                                                          return_lse=True)
     g = [t.cuda() for t in (q, kc, vc, table, used)]
-    for merge_kernel in ("", "1"):
-        monkeypatch.setenv("AITER_COMPAT_SPLIT_MERGE", "kernel" if merge_kernel else "fold")
+    for mode in ("fold", "kernel"):
+        monkeypatch.setenv("AITER_COMPAT_SPLIT_MERGE", mode)
         got, lse = aiter_compat.paged_attention_decode(*g, softmax_scale=0.125, sinks=sinks.cuda(), return_lse=True)
         torch.cuda.synchronize()
-        what = "merge kernel" if merge_kernel else "folded merge"
+        what = "merge kernel" if mode == "kernel" else "folded merge"
         record(f"decode: split d{d}, {what}", got, want, 1e-2)
         assert torch.allclose(lse.cpu(), want_lse, atol=1e-3, rtol=1e-3), f"{what}: LSE"
 
