@@ -61,57 +61,6 @@ struct Mma16x8 {
   AC_LAYOUT static int c_col(int lane, int c) { return 2 * (lane % 4) + c % 2; }
 };
 
-// mma.sync m16n8k16 with K and V as fp8 codes in shared memory (NVIDIA's "keys" tiles over an
-// fp8 cache, kernel_params.h's codes8): a lane reads its B operands' codes with plain loads and
-// converts each pair of codes into an f16 pair, so the ring holds 8-bit rows (twice the stages
-// in the same memory) and no pass rewrites them as 16-bit tiles. The PTX fragments ask for two
-// codes of one key that are 8 dims apart (b1 of Q K^T) and two keys of one dim (V's b0), neither
-// contiguous in a cache row; two reorderings make them so, and neither changes a result:
-//   - S = Q K^T sums over dims in any order: logical dim k of Q and of K is physical dim
-//     qk_dim(k), so that a lane's b0 and b1 for dim steps 2m and 2m + 1 are the 8 consecutive
-//     codes 32 m + 8 (lane % 4) ... + 7 of its key (one 8-byte load), and its A operand is Q's 8
-//     consecutive elements there (one 16-byte load, once per block);
-//   - O = P V may compute its columns in any order: column n of 8-column tile dt is physical
-//     dim pv_dim(dt, n), so that a lane's V values for tiles 4 h .. 4 h + 3 are 4 consecutive
-//     codes of a key (one 4-byte load per key; a byte permute pairs two keys' codes per dim), and
-//     the epilogue writes each output element to its physical dim.
-// A row's 16-byte chunks are XOR-swizzled by row (swz) so that neither read meets a bank twice:
-// the K reads take 8 bytes of 4 rows per half-warp, the V reads 4 bytes of 4 rows per warp, each
-// lane's first row of its key pair staggered (v_key) so the 4 rows are of both parities.
-// tests/cpp/fp8_codes_layout_test.cpp runs both products over these maps and counts the banks.
-template <int D> struct Mma16x8Codes8 {
-  static_assert(D == 64 || D == 128, "the swizzle spans 4 or 8 chunks");
-  static constexpr int kChunks = D / 16;  // 16-byte chunks of codes per row
-  AC_LAYOUT static int qk_dim(int k) {
-    const int kd = k / 16, kk = k % 16;
-    return 32 * (kd / 2) + 8 * ((kk % 8) / 2) + 4 * (kd % 2) + 2 * (kk / 8) + kk % 2;
-  }
-  AC_LAYOUT static int pv_dim(int dt, int n) { return 32 * (dt / 4) + 4 * n + dt % 4; }
-  AC_LAYOUT static int swz(int row) {
-    const int f = (row ^ ((row >> 2) << 1)) & 3;
-    return kChunks == 4 ? (f & 2) : (2 * f) & 6;
-  }
-  // Byte offset in a ring slot of row `row`'s chunk `q`.
-  AC_LAYOUT static int chunk_at(int row, int q) { return row * D + ((q ^ swz(row)) << 4); }
-  // Q K^T: the 8 codes lane `lane` reads of key `key` for dim steps 2m, 2m + 1.
-  AC_LAYOUT static int k_bytes(int key, int m, int lane) {
-    return chunk_at(key, 2 * m + (lane % 4) / 2) + 8 * (lane % 2);
-  }
-  // P V: of the lane's keys 2c, 2c + 1 (c = lane % 4, plus 8 for b1) the one it reads first
-  // (j = 0) and second; then its 4 codes of that key for tiles 4 h .. 4 h + 3.
-  AC_LAYOUT static int v_key(int lane, int j) { return 2 * (lane % 4) + (((lane % 4) % 2) ^ j); }
-  // The byte permute (PTX prmt: result byte i is byte nibble i of {second word : first word})
-  // that pairs the two keys' codes of dims j and j + 1 (j = 0 or 2 of the 4 read): low half
-  // (key 2c, key 2c + 1) of dim j, high half of dim j + 1.
-  AC_LAYOUT static int v_select(int lane, int j) {
-    const int lo = (lane % 4) % 2 ? 4 : 0, hi = 4 - lo;  // the word holding key 2c, and 2c + 1
-    return (lo + j) | (hi + j) << 4 | (lo + j + 1) << 8 | (hi + j + 1) << 12;
-  }
-  AC_LAYOUT static int v_bytes(int key, int h, int lane) {
-    return chunk_at(key, 2 * h + (lane / 4) / 4) + 4 * ((lane / 4) % 4);
-  }
-};
-
 // MFMA with M = N = kN: the lanes holding one A row (or B column) differ in the lane bits from
 // kN up; each holds 4 consecutive K values of it.
 template <int kN> struct Mfma;

@@ -61,7 +61,6 @@ struct ac_tiled_shape {
   int tile_rows = 16; // query rows of one m-tile: 16 (mma.sync, MFMA 16x16x16, WMMA) or 32 (MFMA 32x32x8)
   int amd = 0;        // 1: the MFMA tiles (K and V rows padded in LDS, Q in registers); 2: the WMMA tiles (V^T in LDS);
                       // 3: the MFMA tiles packed (below)
-  int codes8 = 0;     // 1: an fp8 cache's K and V stay codes in shared memory (ac_kv8_shape)
   constexpr int threads() const { return warps_m * warps_n * lanes; }
   // AMD: the waves per SIMD the registers must leave room for (four SIMDs per CU or WGP).
   constexpr int waves_per_simd() const { return blocks_per_sm * threads() / (4 * lanes); }
@@ -95,7 +94,7 @@ struct ac_tiled_shape {
   // The packed tiles' sinks follow the epilogue buffer inside the tiles' memory: they are written
   // there once the loop is over (tiled_attention.hpp).
   constexpr int loop_bytes() const {
-    return (amd ? 0 : block_m() * head_dim * 2) + stages * (block_n * row_pitch() + v_elems()) * (codes8 ? 1 : 2) +
+    return (amd ? 0 : block_m() * head_dim * 2) + stages * (block_n * row_pitch() + v_elems()) * 2 +
            (packed() ? 0 : stages * block_n);
   }
   constexpr int epilogue_bytes() const { return amd && warps_n == 1 ? 0 : warps_n * block_m() * (out_stride() + 2) * 4; }
@@ -130,19 +129,6 @@ constexpr ac_tiled_shape ac_tiled_rows_shape(int head_dim) {
   return head_dim == 64    ? ac_tiled_shape{4, 2, 1, 64, 3, 64, 2}
          : head_dim == 128 ? ac_tiled_shape{4, 2, 1, 64, 2, 128, 2}
                            : ac_tiled_shape{4, 1, 1, 32, 2, 256, 2};
-}
-// The shape of a kernel over an fp8 cache. NVIDIA's "keys" tiles (decode) keep the codes 8-bit
-// in shared memory (fragment_layouts.hpp, Mma16x8Codes8): a stage is half a 16-bit one, so the
-// same memory holds a ring of 6 where 16-bit tiles held 3, and 5 tiles are in flight per block
-// instead of 2. With 16-bit tiles an fp8 decode had half the bytes in flight of a bf16 one at the
-// same blocks per SM: 64 KiB a multiprocessor, where the bf16 decode's 128 KiB reached 96-99% of
-// the copy ceiling and the fp8 one 74-77%. Every other shape converts the codes into its 16-bit
-// tiles as they land (tiles_nvidia.hpp, tiles_amd.hpp).
-constexpr ac_tiled_shape ac_kv8_shape(ac_tiled_shape s) {
-  if (s.amd || s.lanes != 32 || s.warpgroup || s.warps_n == 1 || s.m_tiles != 1) return s;
-  s.codes8 = 1;
-  s.stages = 6;
-  return s;
 }
 constexpr ac_tiled_shape ac_tiled_wgmma_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{8, 1, 1, 64, 3, 64, 2, 1} : ac_tiled_shape{8, 1, 1, 64, 2, 128, 2, 1};

@@ -93,8 +93,6 @@ AC_DEVICE float ac_log2(float x) { return __log2f(x); }
 AC_DEVICE int ac_ffs(int x) { return __ffs(x); }  // 1 + index of the lowest set bit; 0 for 0
 AC_DEVICE void ac_sync() { __syncthreads(); }
 AC_DEVICE void ac_syncwarp() { __syncwarp(); }  // the warp's lanes, and their shared-memory accesses, in order
-// PTX prmt: byte i of the result is byte (selector nibble i) of {b : a} (a bytes 0-3, b 4-7).
-AC_DEVICE uint32_t ac_byte_permute(uint32_t a, uint32_t b, uint32_t selector) { return __byte_perm(a, b, selector); }
 AC_DEVICE float ac_exp(float x) { return exp2f(x * 1.4426950408889634f); }
 AC_DEVICE float ac_log(float x) { return __logf(x); }
 AC_DEVICE float ac_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }

@@ -451,18 +451,18 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d128, BF16, shape_of(128), true, false)           \
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d64, F16, shape_of(64), true, false)               \
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d128, F16, shape_of(128), true, false)             \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d64, BF16, ac_kv8_shape(shape_of(64)), true, true)          \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d128, BF16, ac_kv8_shape(shape_of(128)), true, true)        \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d64, F16, ac_kv8_shape(shape_of(64)), true, true)            \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d128, F16, ac_kv8_shape(shape_of(128)), true, true)
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d64, BF16, shape_of(64), true, true)          \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d128, BF16, shape_of(128), true, true)        \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d64, F16, shape_of(64), true, true)            \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d128, F16, shape_of(128), true, true)
 // One head dim's six kernels. Head dim 256: the row shapes alone (kernel_table.cpp says why).
 #define AC_TILED_KERNELS_AT(kind, shape_of, d)                                                   \
   AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d##d, BF16, shape_of(d), false, false)                  \
   AC_TILED_KERNEL(ac_tiled_##kind##_f16_d##d, F16, shape_of(d), false, false)                    \
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d##d, BF16, shape_of(d), true, false)             \
   AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d##d, F16, shape_of(d), true, false)               \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d##d, BF16, ac_kv8_shape(shape_of(d)), true, true)          \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d##d, F16, ac_kv8_shape(shape_of(d)), true, true)
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d##d, BF16, shape_of(d), true, true)          \
+  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d##d, F16, shape_of(d), true, true)
 #define AC_TILED_KERNELS_D256(kind, shape_of) AC_TILED_KERNELS_AT(kind, shape_of, 256)
 #if defined(AC_NVIDIA)
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape)

@@ -15,13 +15,11 @@
 #if defined(AC_NVIDIA) && AC_HAS_MATRIX_OPS
 namespace {
 
-// kKv8: the KV cache holds fp8 codes. The "keys" shape (decode) keeps them 8-bit in its ring
-// (S.codes8: fragment_layouts.hpp, Mma16x8Codes8) and converts each B operand as it reads it.
-// The other shapes copy a row's codes (16 per row slot, 16 bytes) into its row of the 16-bit ring
-// slot, contiguous and in the cache's order (code_at), and once a thread's own copies have landed
-// it converts them into the row's 16-bit chunks (ready()): only the lanes of its warp that share
-// the row touch those bytes before the barrier, so the ring, its shared memory and the MMAs stay
-// as they are.
+// kKv8: the KV cache holds fp8 codes. Each thread copies its chunks' codes (16 per row slot,
+// 16 bytes) into its row of the ring slot, a row's codes contiguous and in the cache's order
+// (code_at), and once its own copies have landed converts them into the row's 16-bit chunks
+// (ready()): only the lanes of its warp that share the row touch those bytes before the barrier,
+// so the ring, its shared memory and the MMAs stay as they are.
 template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 struct NvTiles {
   using L = ac_layout::Mma16x8;
@@ -42,10 +40,6 @@ struct NvTiles {
   static constexpr bool kQInRegisters = S.warps_n > 1 && S.m_tiles == 1;
   // and issue their sinks' loads first (run), one row per thread.
   static constexpr bool kEarlySinks = kQInRegisters && kBlockM <= kThreads;
-  // K and V as 8-bit codes in the ring (kernel_params.h, ac_kv8_shape).
-  static constexpr bool kCodes8 = kKv8 && S.codes8;
-  static_assert(!S.codes8 || (kQInRegisters && !S.warpgroup), "the codes' fragments are the keys shape's");
-  using C8 = ac_layout::Mma16x8Codes8<(D == 128 ? 128 : 64)>;
   static constexpr bool kWarpgroup = S.warpgroup != 0;
   static_assert(!kWarpgroup || (S.warps_m % 4 == 0 && S.m_tiles == 1 && S.warps_n == 1), "warpgroup shape");
   static constexpr bool kDirectStore = false;  // the epilogue combines the warps in shared memory
@@ -68,10 +62,7 @@ struct NvTiles {
   AC_DEVICE int key_index(int e) { return ((e / 4) % kKeyTiles) * 2 + e % 2; }
   AC_DEVICE int key_at(int warp_n, int lane, int k) { return warp_n * kWarpKeys + (k / 2) * 8 + L::c_col(lane, k % 2); }
   AC_DEVICE int out_slot(int e) { return 2 * (e / (kChunks * 4)) + (e % 4) / 2; }
-  AC_DEVICE int out_col(int lane, int e) {
-    const int dt = (e / 4) % kChunks, n = L::c_col(lane, e % 4);
-    return kCodes8 ? C8::pv_dim(dt, n) : dt * 8 + n;  // the codes' output columns are permuted dims
-  }
+  AC_DEVICE int out_col(int lane, int e) { return ((e / 4) % kChunks) * 8 + L::c_col(lane, e % 4); }
   AC_DEVICE int slot_row(int warp_m, int lane, int slot) { return (warp_m * S.m_tiles + slot / 2) * 16 + L::c_row(lane, 2 * (slot % 2)); }
   // The four lanes of a fragment row hold its keys.
   AC_DEVICE float row_max(float v) {
@@ -106,18 +97,11 @@ struct NvTiles {
   uint16_t* q_s;
   uint16_t* k_s;
   uint16_t* v_s;
-  uint8_t* k8_s;  // kCodes8: the rings of codes (k_s and v_s unused)
-  uint8_t* v8_s;
   uint8_t* valid_s;
   float* sink_s;  // [block_m]: the sink of each row's head (log2 units), -inf without sinks
   // Fragment-load addresses (shared-memory offsets) and the Q fragments kept in registers.
   uint32_t q_rows, k_rows, v_rows, swz_a, swz_b;
   uint32_t a_q[kQInRegisters ? D / 16 : 1][4];
-  // kCodes8: the cache's format (per call), this warp's first key, and the byte permutes that
-  // pair V codes (Mma16x8Codes8::v_select).
-  bool fnuz8 = false;
-  int key0 = 0;
-  uint32_t v_sel[2] = {0, 0};
   // Tiles that hold a block-table entry outside the cache (bit tile % 32): learnt at the
   // barrier after their copies were issued, and masked; the other interior tiles are not.
   bool bad_page = false;
@@ -134,11 +118,6 @@ struct NvTiles {
     k_s = q_s + kBlockM * D;
     v_s = k_s + S.stages * S.block_n * D;
     valid_s = reinterpret_cast<uint8_t*>(v_s + S.stages * S.block_n * D);
-    if constexpr (kCodes8) {
-      k8_s = reinterpret_cast<uint8_t*>(q_s + kBlockM * D);
-      v8_s = k8_s + S.stages * S.block_n * D;
-      valid_s = v8_s + S.stages * S.block_n * D;
-    }
     sink_s = reinterpret_cast<float*>(base + S.sink_offset());
   }
 
@@ -203,10 +182,7 @@ struct NvTiles {
       bad = bad || (j < c.k_end && !valid);
       const bool ok = j < c.k_end && valid;
       const int64_t koff = ok ? rows.k_row(j, pages[i]) : 0, voff = ok ? rows.v_row(j, pages[i]) : 0;
-      if constexpr (kCodes8) {  // row r's 16-byte chunk ch / 2 of codes, where the fragments read it
-        ac_copy16_async(k8_s + stage * S.block_n * D + C8::chunk_at(r, ch / 2), k + koff + ch * 8, ok);
-        ac_copy16_async(v8_s + stage * S.block_n * D + C8::chunk_at(r, ch / 2), v + voff + ch * 8, ok);
-      } else if constexpr (kKv8) {  // the 16 codes of the two 16-byte chunks they become
+      if constexpr (kKv8) {  // the 16 codes of the two 16-byte chunks they become
         ac_copy16_async(ks + code_at(r, ch / 2), k + koff + ch * 8, ok);
         ac_copy16_async(vs + code_at(r, ch / 2), v + voff + ch * 8, ok);
       } else {
@@ -225,7 +201,6 @@ struct NvTiles {
   AC_MEMBER void prologue(const TileContext& c, int tid, int32_t n_tiles) {
     bad_page = false;  // per m-tile: nothing carries over from the block's previous one
     bad_tiles = 0;
-    if constexpr (kCodes8) fnuz8 = ac_is_fnuz(c.p.kv_type);
     load_q(c, tid);
     int32_t pages[S.stages - 1][kLoads];
 #pragma unroll
@@ -277,7 +252,7 @@ struct NvTiles {
   // Tile `it` landed for every thread (and ring slot (it - 1) % stages is free again).
   AC_MEMBER void ready(const TileContext& c, int tid, int32_t it) {
     ac_copy_wait<S.stages - 2>();
-    if constexpr (kKv8 && !kCodes8) convert_own(c, tid, it);
+    if constexpr (kKv8) convert_own(c, tid, it);
 #if AC_HAS_WARPGROUP_MMA
     if constexpr (kWarpgroup) ac_fence_async_smem();  // the tensor cores read what cp.async wrote
 #endif
@@ -301,34 +276,15 @@ struct NvTiles {
     q_rows = ac_smem_addr(q_s) + ((warp_m * S.m_tiles) * 16 + lane % 16) * kRowBytes;
     k_rows = ac_smem_addr(k_s) + (warp_n * kWarpKeys + (lane / 16) * 8 + lane % 8) * kRowBytes;
     v_rows = ac_smem_addr(v_s) + (warp_n * kWarpKeys + lane % 8 + ((lane / 8) % 2) * 8) * kRowBytes;
-    if constexpr (kCodes8) {
-      key0 = warp_n * kWarpKeys;
-      v_sel[0] = static_cast<uint32_t>(C8::v_select(lane, 0));
-      v_sel[1] = static_cast<uint32_t>(C8::v_select(lane, 2));
-    }
   }
 
   // After the first tile's barrier (Q has landed with it): the "keys" shapes' Q fragments; over
   // an fp8 cache (f16 tiles) bf16 queries become f16 here, divided by the power of two returned
   // (1 unless the block's largest query would not fit f16: fp8_device.hpp, ac_q_unscale).
   AC_MEMBER float q_landed(const TileContext& c) {
-    if constexpr (kCodes8) {
-      // Q's A operands with its dims in K's order (Mma16x8Codes8::qk_dim): row lane / 4 (and
-      // + 8), elements 32 m + 8 (lane % 4) .. + 7 are dim steps 2m and 2m + 1.
-      const int lane = ac_thread_x() % kLanes;
-#pragma unroll
-      for (int m = 0; m < D / 32; ++m)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const ac_u32x4 w = *reinterpret_cast<const ac_u32x4*>(q_s + swizzle(lane / 4 + 8 * half, 4 * m + lane % 4, kBlockM));
-          a_q[2 * m][half] = w.x, a_q[2 * m][2 + half] = w.y;
-          a_q[2 * m + 1][half] = w.z, a_q[2 * m + 1][2 + half] = w.w;
-        }
-    } else if constexpr (kQInRegisters) {
+    if constexpr (kQInRegisters) {
 #pragma unroll
       for (int kd = 0; kd < D / 16; ++kd) ac_load_matrix_x4(a_q[kd], q_rows + (((kd * 2) ^ swz_a) << 4));
-    }
-    if constexpr (kQInRegisters) {
       if constexpr (kKv8 && ac_same<T, F16>::value) {
         if (c.p.q_type == AC_DTYPE_BF16) {
           float mx = 0.f;  // every warp holds the block's whole Q: a warp-wide maximum is the block's
@@ -406,66 +362,8 @@ struct NvTiles {
   }
 #endif
 
-  // kCodes8: two codes (the low 16 bits of `two`) as an f16 pair, the format fixed per call.
-  template <bool kFnuz> AC_DEVICE uint32_t code_pair(uint32_t two) { return ac_e4m3x2_to_f16x2(two, kFnuz); }
-
-  // kCodes8, S = Q K^T: per key and pair of dim steps, one 8-byte read of codes and four
-  // conversions give both steps' B operands (Mma16x8Codes8::k_bytes).
-  template <bool kFnuz> AC_MEMBER void scores_codes(Scores& s, int32_t it, int lane) {
-    MatrixOps<T> mm;
-    const uint8_t* ks = k8_s + (it % S.stages) * S.block_n * D;
-#pragma unroll
-    for (int nt = 0; nt < kKeyTiles; ++nt) {
-      float (&sc)[4] = s.v[0][nt];
-#pragma unroll
-      for (int c = 0; c < 4; ++c) sc[c] = 0.f;
-      const int key = key0 + nt * 8 + lane / 4;
-#pragma unroll
-      for (int m = 0; m < D / 32; ++m) {
-        const ac_u32x2 w = *reinterpret_cast<const ac_u32x2*>(ks + C8::k_bytes(key, m, lane));
-        mm.mma(sc, a_q[2 * m], code_pair<kFnuz>(w.x), code_pair<kFnuz>(w.x >> 16));
-        mm.mma(sc, a_q[2 * m + 1], code_pair<kFnuz>(w.y), code_pair<kFnuz>(w.y >> 16));
-      }
-    }
-  }
-
-  // kCodes8, O += P V: per 16 keys and 4 output tiles, a 4-byte read of each of the lane's 4
-  // keys, two byte permutes per key pair and 8 conversions (Mma16x8Codes8::v_bytes, v_select).
-  template <bool kFnuz> AC_MEMBER void accumulate_codes(Out& out, Scores& s, int32_t it, int lane) {
-    MatrixOps<T> mm;
-    const uint8_t* vs = v8_s + (it % S.stages) * S.block_n * D;
-#pragma unroll
-    for (int kk = 0; kk < kWarpKeys / 16; ++kk) {
-      uint32_t pa[4];
-      pack_probabilities(s.v[0], kk, pa);
-#pragma unroll
-      for (int h = 0; h < D / 32; ++h) {
-        uint32_t b[2][4];  // [keys 2c, 2c + 1 / 2c + 8, 2c + 9][tile 4h + j]
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int base = key0 + kk * 16 + half * 8;
-          const uint32_t w0 = *reinterpret_cast<const uint32_t*>(vs + C8::v_bytes(base + C8::v_key(lane, 0), h, lane));
-          const uint32_t w1 = *reinterpret_cast<const uint32_t*>(vs + C8::v_bytes(base + C8::v_key(lane, 1), h, lane));
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const uint32_t pairs = ac_byte_permute(w0, w1, v_sel[j]);
-            b[half][2 * j] = code_pair<kFnuz>(pairs);
-            b[half][2 * j + 1] = code_pair<kFnuz>(pairs >> 16);
-          }
-        }
-#pragma unroll
-        for (int j = 0; j < 4; ++j) mm.mma(out.v[0][4 * h + j], pa, b[0][j], b[1][j]);
-      }
-    }
-  }
-
   // S = Q K^T for this warp's rows and keys of tile `it`.
-  AC_MEMBER void scores(Scores& s, int32_t it, int lane) {
-    if constexpr (kCodes8) {
-      if (fnuz8) scores_codes<true>(s, it, lane);
-      else scores_codes<false>(s, it, lane);
-      return;
-    }
+  AC_MEMBER void scores(Scores& s, int32_t it, int /*lane*/) {
     MatrixOps<T> mm;
     const int stage = it % S.stages;
     constexpr uint32_t kRowBytes = D * 2;
@@ -509,12 +407,7 @@ struct NvTiles {
   }
 
   // O += P V for tile `it`: the score fragments are already the A operand's layout.
-  AC_MEMBER void accumulate(Out& out, Scores& s, int32_t it, int lane) {
-    if constexpr (kCodes8) {
-      if (fnuz8) accumulate_codes<true>(out, s, it, lane);
-      else accumulate_codes<false>(out, s, it, lane);
-      return;
-    }
+  AC_MEMBER void accumulate(Out& out, Scores& s, int32_t it, int /*lane*/) {
     MatrixOps<T> mm;
     const int stage = it % S.stages;
     auto& o = out.v;

@@ -133,7 +133,7 @@ bool is_rdna_wmma_arch(const std::string& arch) {
   return arch.rfind("gfx11", 0) == 0 || (arch.rfind("gfx12", 0) == 0 && !is_gfx1250(arch));
 }
 
-static ac_tiled_shape tiled_shape_16bit(KernelId id, int head_dim, const std::string& arch) {
+ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch) {
   if (is_gfx1250(arch))
     return id == KernelId::tiled_keys ? ac_tiled_keys_shape_gfx1250(head_dim) : ac_tiled_rows_shape_gfx1250(head_dim);
   if (is_rdna_wmma_arch(arch))
@@ -145,11 +145,6 @@ static ac_tiled_shape tiled_shape_16bit(KernelId id, int head_dim, const std::st
   return id == KernelId::tiled_keys ? ac_tiled_keys_shape(head_dim)
          : id == KernelId::tiled_wgmma ? ac_tiled_wgmma_shape(head_dim)
                                        : ac_tiled_rows_shape(head_dim);
-}
-
-ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch, int dtype) {
-  const ac_tiled_shape s = tiled_shape_16bit(id, head_dim, arch);
-  return kv8_type(dtype) ? ac_kv8_shape(s) : s;
 }
 
 bool is_tiled(KernelId id) { return id == KernelId::tiled_keys || id == KernelId::tiled_rows || id == KernelId::tiled_wgmma; }

@@ -132,7 +132,7 @@ const LoadedModule& module_for(Vendor v, int device) {
           if ((id == KernelId::tiled_wgmma && !wgmma) || !tiled) continue;
           void* fn = find(tiled_kernel_name(id, paged, t, dim));
           if (!fn) continue;
-          allow_dynamic_shared(v, fn, tiled_shape(id, dim, m.arch, t).smem_bytes());
+          allow_dynamic_shared(v, fn, tiled_shape(id, dim, m.arch).smem_bytes());
           m.tiled[shape_index(id)][paged][t][di] = fn;
         }
     }
@@ -219,7 +219,7 @@ Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
   }
   if (k.id == KernelId::tiled_keys || k.id == KernelId::tiled_wgmma || k.id == KernelId::tiled_rows) {
     // All query rows of a sequence's KV head (tokens x heads of the group) in tiles.
-    const ac_tiled_shape s = tiled_shape(k.id, p.head_dim, m.arch, c.dtype);
+    const ac_tiled_shape s = tiled_shape(k.id, p.head_dim, m.arch);
     k.grid_x = static_cast<unsigned>(std::min<int64_t>((std::max<int64_t>(c.max_rows, 1) + s.block_m() - 1) / s.block_m(), INT32_MAX));
     k.grid_y = p.hk;
     k.grid_z = p.batch;

@@ -96,9 +96,7 @@ bool is_rdna_wmma_arch(const std::string& arch);
 // run them on AMD hardware; the switch lets a user step around them. Read on every call (the
 // router asks once per call shape, the launcher once per module load).
 std::string switched_off(KernelId id, const std::string& arch);
-// The tiles a kernel of family `id` takes on `arch`; an fp8-cache type (AC_KTYPE_*_KV8) takes
-// ac_kv8_shape's (its shared memory and ring differ on NVIDIA).
-ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch, int dtype = AC_DTYPE_BF16);
+ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch);
 std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim);
 const char* dtype_suffix(int dtype);  // "f32", "f16", "bf16", "f16_kv8", "bf16_kv8"
 bool kv8_type(int ktype);             // a family type over an fp8 KV cache (AC_KTYPE_*_KV8)
