@@ -9,7 +9,8 @@
 #   with the folded split merge (SANITIZE_FOLD=0: the first alone); TESTS=0 skips the test runs (and the
 #   C API check, tests/gpu/capi_gpu_check.c); MMA_SYNC=0 skips the prefill cases' second run on
 #   the mma.sync kernels; TEST_TIMEOUT (seconds, 480) bounds the suite; GPU_TESTS (default tests/gpu)
-#   names the test files to run, when the whole suite does not fit one run. bench/eager_overhead.py runs with the timings.
+#   names the test files to run, when the whole suite does not fit one run. bench/eager_overhead.py and
+#   bench/fp8_row_width.py run with the timings.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-results}
@@ -93,6 +94,7 @@ case "${BENCH:-quick}" in
   full) timeout 400 "$PY" bench/gpu_attention.py ${BENCH_ONLY:+--only "$BENCH_ONLY"} --json "$OUT/bench_full.json" 2>&1 | tee "$OUT/bench.log" ;;
 esac
 [ "${BENCH:-quick}" != 0 ] && timeout 120 "$PY" bench/eager_overhead.py --json "$OUT/eager.json" 2>&1 | tee "$OUT/eager.log"
+[ "${BENCH:-quick}" != 0 ] && timeout 90 "$PY" bench/fp8_row_width.py --json "$OUT/fp8_row_width.json" 2>&1 | tee "$OUT/fp8_row_width.log"
 if [ -n "${BENCH_AB:-}" ]; then
   ab_env=${BENCH_AB_ENV:-AITER_COMPAT_NO_WGMMA=1}
   echo "the same cases with $ab_env:"
