@@ -42,9 +42,12 @@ template <typename T, bool kF16> struct TileType { using type = T; };
 template <typename T> struct TileType<T, true> { using type = F16; };
 
 // kKv8: the KV cache (and q, and out, as the call says) in fp8, the tiles in T (or f16, above);
-// T is the family's type: q's when q is 16-bit, and out's when out is.
-template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
+// T is the family's type: q's when q is 16-bit, and out's when out is. kFold: the split merge
+// folded into the last split block of each m-tile (fold_splits; the "keys" shapes that have room
+// for it, S.folds_split_merge()), built as kernels of their own (below).
+template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8, bool kFold = false>
 struct TiledAttention : TileContext {
+  static_assert(!kFold || S.folds_split_merge(), "the fold's buffers fit these tiles' memory");
   using Tile = typename TileType<T, (kKv8 && S.warps_n > 1 && S.m_tiles == 1)>::type;
   using A = ArchTiles<Tile, S, kPaged, kKv8>;
   static_assert(TileFragments<A>, "the arch's fragments (arch_contract.hpp)");
@@ -207,11 +210,11 @@ struct TiledAttention : TileContext {
     } else {
       epilogue(tiles, o, m_run, l_run, split, warp_m, warp_n, lane, tid, v_scale, early_sink);
     }
-    if constexpr (S.folds_split_merge()) {
+    if constexpr (kFold) {
       if (p.num_splits > 1 && p.split_counts) ac_release_device();  // this thread's partial rows, before the count
     }
     ac_sync();  // the next m-tile (or the fold) reuses shared memory
-    if constexpr (S.folds_split_merge()) {
+    if constexpr (kFold) {
       if (p.num_splits > 1 && p.split_counts) {
         fold_splits(m_tile, tid);
         ac_sync();
@@ -408,10 +411,10 @@ struct TiledAttention : TileContext {
 };
 
 // Grid: x = m-tiles (grid-stride, heaviest causal tiles first), y = KV head, z = sequence x split.
-template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
+template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8, bool kFold>
 AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_DYNAMIC_SHARED(smem);
-  using Block = TiledAttention<T, S, kPaged, kKv8>;
+  using Block = TiledAttention<T, S, kPaged, kKv8, kFold>;
   const int32_t b = ac_split_sequence(p, ac_block_z()), split = ac_block_z() - b * p.num_splits;
   if (b >= p.batch) return;
   const int32_t group = p.group;
@@ -431,30 +434,37 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
 // each tile cost registers that the contiguous case should not pay. The fp8 caches are paged
 // (unified_attention's and the paged decode's).
 #if defined(AC_NVIDIA)
-#define AC_TILED_KERNEL(name, T, shape, paged, kv8) \
-  extern "C" __global__ __launch_bounds__(shape.threads(), shape.blocks_per_sm) void name(ac_attention_params p) { tiled_attention<T, shape, paged, kv8>(p); }
+#define AC_TILED_KERNEL_OF(name, T, shape, paged, kv8, fold) \
+  extern "C" __global__ __launch_bounds__(shape.threads(), shape.blocks_per_sm) void name(ac_attention_params p) { tiled_attention<T, shape, paged, kv8, fold>(p); }
 #else
 // Two blocks of four waves per CU (CDNA) or WGP (RDNA): two waves per SIMD (four SIMDs each), at
 // most 256 VGPRs and AGPRs each on CDNA.
-#define AC_TILED_KERNEL(name, T, shape, paged, kv8)                                                              \
+#define AC_TILED_KERNEL_OF(name, T, shape, paged, kv8, fold)                                                     \
   extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(shape.threads(), shape.threads()))) \
   __attribute__((amdgpu_waves_per_eu(shape.waves_per_simd()))) void name(ac_attention_params p) {                  \
-    tiled_attention<T, shape, paged, kv8>(p);                                                                    \
+    tiled_attention<T, shape, paged, kv8, fold>(p);                                                              \
   }
 #endif
-#define AC_TILED_KERNELS(kind, shape_of)                                                         \
-  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d64, BF16, shape_of(64), false, false)                  \
-  AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d128, BF16, shape_of(128), false, false)                \
-  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d64, F16, shape_of(64), false, false)                    \
-  AC_TILED_KERNEL(ac_tiled_##kind##_f16_d128, F16, shape_of(128), false, false)                  \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d64, BF16, shape_of(64), true, false)             \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_d128, BF16, shape_of(128), true, false)           \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d64, F16, shape_of(64), true, false)               \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_d128, F16, shape_of(128), true, false)             \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d64, BF16, shape_of(64), true, true)          \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_bf16_kv8_d128, BF16, shape_of(128), true, true)        \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d64, F16, shape_of(64), true, true)            \
-  AC_TILED_KERNEL(ac_tiled_##kind##_paged_f16_kv8_d128, F16, shape_of(128), true, true)
+#define AC_TILED_KERNEL(name, T, shape, paged, kv8) AC_TILED_KERNEL_OF(name, T, shape, paged, kv8, false)
+#define AC_TILED_KERNELS_OF(kind, shape_of, fold)                                                      \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_bf16_d64, BF16, shape_of(64), false, false, fold)               \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_bf16_d128, BF16, shape_of(128), false, false, fold)             \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_f16_d64, F16, shape_of(64), false, false, fold)                 \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_f16_d128, F16, shape_of(128), false, false, fold)               \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_paged_bf16_d64, BF16, shape_of(64), true, false, fold)          \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_paged_bf16_d128, BF16, shape_of(128), true, false, fold)        \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_paged_f16_d64, F16, shape_of(64), true, false, fold)            \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_paged_f16_d128, F16, shape_of(128), true, false, fold)          \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_paged_bf16_kv8_d64, BF16, shape_of(64), true, true, fold)       \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_paged_bf16_kv8_d128, BF16, shape_of(128), true, true, fold)     \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_paged_f16_kv8_d64, F16, shape_of(64), true, true, fold)         \
+  AC_TILED_KERNEL_OF(ac_tiled_##kind##_paged_f16_kv8_d128, F16, shape_of(128), true, true, fold)
+#define AC_TILED_KERNELS(kind, shape_of) AC_TILED_KERNELS_OF(kind, shape_of, false)
+// The "keys" kernels again with the split merge folded in ("keys_fold": the launcher's fold mode,
+// AITER_COMPAT_SPLIT_MERGE=fold; NVIDIA and CDNA). Kept out of the kernels every decode runs: its
+// code there cost the NVIDIA window decode's kernel 2 registers, its first copy 16 instructions
+// later and its first product 73 (sm_90 SASS), and gfx950's paged head dim 64 kernel a wave per
+// SIMD, for a merge that runs only where it is asked for (docs/kernel-notes.md, version 16).
 // One head dim's six kernels. Head dim 256: the row shapes alone (kernel_table.cpp says why).
 #define AC_TILED_KERNELS_AT(kind, shape_of, d)                                                   \
   AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d##d, BF16, shape_of(d), false, false)                  \
@@ -468,6 +478,7 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape)
 AC_TILED_KERNELS_D256(rows, ac_tiled_rows_shape)
 AC_TILED_KERNELS(keys, ac_tiled_keys_shape)
+AC_TILED_KERNELS_OF(keys_fold, ac_tiled_keys_shape, true)
 #if AC_HAS_WARPGROUP_MMA
 AC_TILED_KERNELS(wgmma, ac_tiled_wgmma_shape)
 #endif
@@ -489,13 +500,17 @@ AC_TILED_KERNELS(rows, ac_tiled_rows_shape_amd)
 AC_TILED_KERNELS_D256(rows, ac_tiled_rows_shape_amd)
 #if defined(__gfx950__)
 AC_TILED_KERNELS(keys, ac_tiled_keys_shape_gfx950)
+AC_TILED_KERNELS_OF(keys_fold, ac_tiled_keys_shape_gfx950, true)
 #else
 AC_TILED_KERNELS(keys, ac_tiled_keys_shape_amd)
+AC_TILED_KERNELS_OF(keys_fold, ac_tiled_keys_shape_amd, true)
 #endif
 #endif
 #undef AC_TILED_KERNELS
+#undef AC_TILED_KERNELS_OF
 #undef AC_TILED_KERNELS_D256
 #undef AC_TILED_KERNELS_AT
 #undef AC_TILED_KERNEL
+#undef AC_TILED_KERNEL_OF
 
 #endif  // AC_HAS_MATRIX_OPS

@@ -60,6 +60,16 @@ std::vector<std::string> tiled_names(KernelId id, const std::vector<int>& dims) 
 }
 std::vector<std::string> tiled_names(KernelId id) { return tiled_names(id, tiled_dims(id)); }
 
+// The "keys" kernels, and where they are built their twins with the split merge folded in.
+std::vector<std::string> keys_names() {
+  std::vector<std::string> names = tiled_names(KernelId::tiled_keys);
+  for (bool paged : {false, true})
+    for (int t : kHalf)
+      for (int d : tiled_dims(KernelId::tiled_keys))
+        if (paged || !kv8_type(t)) names.push_back(tiled_kernel_name(KernelId::tiled_keys, paged, t, d, true));
+  return names;
+}
+
 std::vector<std::string> per_type(const char* prefix, std::vector<int> types, const std::string& suffix = "") {
   std::vector<std::string> names;
   for (int t : types) names.push_back(std::string(prefix) + dtype_suffix(t) + suffix);
@@ -147,6 +157,12 @@ ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch) {
                                        : ac_tiled_rows_shape(head_dim);
 }
 
+// Where the "keys" tiles have room for the fold's buffers (kernel_params.h: NVIDIA and CDNA; the
+// WMMA tiles keep the merge kernel), their folded twins are built too (tiled_attention.hpp).
+bool builds_folded_keys(const std::string& arch) {
+  return tiled_shape(KernelId::tiled_keys, 64, arch).folds_split_merge() && tiled_shape(KernelId::tiled_keys, 128, arch).folds_split_merge();
+}
+
 bool is_tiled(KernelId id) { return id == KernelId::tiled_keys || id == KernelId::tiled_rows || id == KernelId::tiled_wgmma; }
 
 std::string switched_off(KernelId id, const std::string& arch) {
@@ -161,7 +177,9 @@ std::vector<int> KernelRow::head_dims_on(const std::string& arch) const {
 }
 
 std::vector<std::string> KernelRow::functions_on(const std::string& arch) const {
-  return is_tiled(id) && is_rdna_wmma_arch(arch) ? tiled_names(id, tiled_dims_on(id, arch)) : functions;
+  if (is_tiled(id) && is_rdna_wmma_arch(arch)) return tiled_names(id, tiled_dims_on(id, arch));
+  if (id == KernelId::tiled_keys && !builds_folded_keys(arch)) return tiled_names(id);  // no folded twins (gfx1250)
+  return functions;
 }
 
 bool KernelRow::built_for(const std::string& arch) const {
@@ -170,8 +188,8 @@ bool KernelRow::built_for(const std::string& arch) const {
   return std::any_of(arch_prefixes.begin(), arch_prefixes.end(), [&](const std::string& a) { return arch.rfind(a, 0) == 0; });
 }
 
-std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim) {
-  const char* shape = id == KernelId::tiled_keys ? "keys" : id == KernelId::tiled_wgmma ? "wgmma" : "rows";
+std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim, bool fold) {
+  const char* shape = id == KernelId::tiled_keys ? (fold ? "keys_fold" : "keys") : id == KernelId::tiled_wgmma ? "wgmma" : "rows";
   return std::string("ac_tiled_") + shape + (paged ? "_paged_" : "_") + dtype_suffix(dtype) + "_d" +
          std::to_string(head_dim);
 }
@@ -186,7 +204,7 @@ const std::vector<KernelRow>& kernel_rows() {
     // mma.sync, MFMA (CDNA), WMMA (RDNA3, RDNA4: 16 x 16 x 16; gfx1250: 16 x 16 x 32).
     const std::vector<std::string> matrix_archs = {"sm_", "gfx90a", "gfx942", "gfx950", "gfx11", "gfx1200", "gfx1201", "gfx1250"};
     r.push_back({K::tiled_keys, "tiled_keys", "matrix-instruction tiles (mma.sync, MFMA, WMMA), all warps on one 16-row tile (decode)",
-                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, kSoftcap, matrix_archs, tiled_names(K::tiled_keys)});
+                 KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, kSoftcap, matrix_archs, keys_names()});
     r.push_back({K::tiled_wgmma, "tiled_wgmma", "row tiles on Hopper's warpgroup MMA (prefill, extend)",
                  KernelDevice::gpu, KernelOp::attention, half, dims, 0, true, 0, kSoftcap, {"sm_90"}, tiled_names(K::tiled_wgmma)});
     r.push_back({K::tiled_rows, "tiled_rows", "row tiles on mma.sync, MFMA or WMMA (prefill, extend)", KernelDevice::gpu,

@@ -30,6 +30,7 @@ struct LoadedModule {
   void* split_rows = nullptr;
   void* decode[AC_KTYPES][3] = {};         // [type][d64, d128, d256]
   void* tiled[3][2][AC_KTYPES][3] = {};    // [keys, wgmma, rows][contiguous, paged][type][d64, d128, d256]
+  void* keys_fold[2][AC_KTYPES][3] = {};   // the "keys" kernels with the split merge folded in (null: none built)
 
   void* kernel(KernelId id, bool paged, int dtype, int head_dim, bool split_layout) const {
     switch (id) {
@@ -56,7 +57,7 @@ bool flag_set(const char* name) {
 bool wgmma_disabled() { return flag_set("AITER_COMPAT_NO_WGMMA"); }
 
 // Where a tiled split decode is merged: AITER_COMPAT_SPLIT_MERGE=fold folds the merge into each
-// KV head's last split block ("keys" kernels on NVIDIA and CDNA, kernel_params.h), =kernel
+// KV head's last split block (the "keys" kernels' keys_fold twins on NVIDIA and CDNA), =kernel
 // launches the merge kernel. The merge kernel stays the default: on an H100 the fold is right but
 // 2.5-5 us slower per call, its last block's merge a serial tail that the merge kernel, resident
 // before the split kernel ends, overlaps (docs/kernel-notes.md, version 14). Read at each call.
@@ -134,6 +135,10 @@ const LoadedModule& module_for(Vendor v, int device) {
           if (!fn) continue;
           allow_dynamic_shared(v, fn, tiled_shape(id, dim, m.arch).smem_bytes());
           m.tiled[shape_index(id)][paged][t][di] = fn;
+          if (id != KernelId::tiled_keys || !builds_folded_keys(m.arch)) continue;
+          void* folded = find(tiled_kernel_name(id, paged, t, dim, true));
+          if (folded) allow_dynamic_shared(v, folded, tiled_shape(id, dim, m.arch).smem_bytes());
+          m.keys_fold[paged][t][di] = folded;
         }
     }
   }
@@ -165,7 +170,7 @@ struct Plan {
   void* fn = nullptr;
   unsigned grid_x = 0, grid_y = 0, grid_z = 0, threads = AC_THREADS, smem = 0;
   int splits = 1;
-  int fold_rows = 0;  // > 0: the kernel folds the split merge in (kernel_params.h), over m-tiles of this many rows
+  int fold_rows = 0;  // > 0: the shape can fold the split merge in (kernel_params.h; its keys_fold twin), over m-tiles of this many rows
 };
 
 bool family_failed(const AttentionLaunch& c, KernelId id, int head_dim) {
@@ -320,7 +325,9 @@ KernelId launch_attention(const AttentionLaunch& c) {
   // Partial outputs and (max, sum) per split live in stream-ordered scratch memory, and so do the
   // folded merge's counters: one per (KV head, sequence, m-tile), laid out by the rows before each
   // sequence (kernel_params.h), whatever max_seqlen_q the caller gave.
-  const bool fold = k.fold_rows > 0 && m.zero_counts && split_merge_folded();
+  const int di = dim_index(p.head_dim);
+  void* folded = k.id == KernelId::tiled_keys && di >= 0 ? m.keys_fold[p.paged != 0][c.dtype][di] : nullptr;
+  const bool fold = k.fold_rows > 0 && m.zero_counts && folded && split_merge_folded();
   const int64_t per_head =
       fold ? (static_cast<int64_t>(p.total_q) * (p.hq / p.hk) + k.fold_rows - 1) / k.fold_rows + p.batch : 0;
   const int64_t counts = per_head * p.hk;
@@ -352,7 +359,7 @@ KernelId launch_attention(const AttentionLaunch& c) {
       void* zero_args[] = {&p.split_counts, &n};
       const unsigned zero_blocks = static_cast<unsigned>(std::min<int64_t>((counts + AC_THREADS - 1) / AC_THREADS, 1024));
       launch(c.vendor, m.zero_counts, zero_blocks, 1, 1, AC_THREADS, 0, c.stream, zero_args);
-      second(k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, &p);
+      second(folded, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, &p);
     } else {
       run(c.vendor, k.fn, k.grid_x, k.grid_y, k.grid_z * p.num_splits, k.threads, k.smem, c.stream, &p);
       ac_attention_params merge = p;

@@ -98,10 +98,12 @@ std::map<std::string, int> count_instructions(const std::string& text, const std
 // "ac_tiled_rows_paged_bf16_d64" -> (tiled_rows, 64), the fp8-KV ones ("..._bf16_kv8_d64") too;
 // false for the other kernels.
 bool tiled_kernel(const std::string& name, gpu::KernelId* id, int* head_dim) {
-  static const std::regex re(R"(^ac_tiled_(rows|keys|wgmma)(_paged)?_(bf16|f16)(_kv8)?_d([0-9]+)$)");
+  static const std::regex re(R"(^ac_tiled_(rows|keys|keys_fold|wgmma)(_paged)?_(bf16|f16)(_kv8)?_d([0-9]+)$)");
   std::smatch m;
   if (!std::regex_match(name, m, re)) return false;
-  *id = m[1] == "rows" ? gpu::KernelId::tiled_rows : m[1] == "keys" ? gpu::KernelId::tiled_keys : gpu::KernelId::tiled_wgmma;
+  *id = m[1] == "rows"                           ? gpu::KernelId::tiled_rows
+        : m[1] == "keys" || m[1] == "keys_fold" ? gpu::KernelId::tiled_keys
+                                                 : gpu::KernelId::tiled_wgmma;
   *head_dim = std::stoi(m[5]);
   return true;
 }
@@ -154,6 +156,9 @@ TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
     // gfx942 and gfx950 decode their own fp8 format in hardware in the tiled kernels over fp8
     // caches (fp8_device.hpp); no other arch has the instruction, and no other kernel uses it.
     const auto fp8_cvt = count_instructions(text, "v_cvt_pk_f32_fp8");
+    // The folded split merge's arrival (an atomic add on its counter) is in the keys_fold twins
+    // alone: the kernels every other decode runs carry none of the fold's code (tiled_attention.hpp).
+    const auto atomics = count_instructions(text, "atomic");
     const bool fp8_hardware = arch == "gfx942" || arch == "gfx950";
     // The tiled kernels' instruction on this arch, and the one it must not hold.
     const auto& matrix = cdna(arch) ? mfma : wmma;
@@ -207,6 +212,12 @@ TEST(AmdCodeObjects, RegistersScratchLdsAndMatrixInstructions) {
                                                    << dynamic << " over the workgroup budget " << lds_budget(arch);
       if (tiled) {
         EXPECT_GT(n_matrix, 0) << arch << " " << name << ": a tiled kernel without " << matrix_name << " instructions";
+        const int n_atomic = atomics.count(name) ? atomics.at(name) : 0;
+        if (name.find("_keys_fold_") != std::string::npos) {
+          EXPECT_GT(n_atomic, 0) << arch << " " << name << ": a folding kernel without the counter's atomic add";
+        } else {
+          EXPECT_EQ(n_atomic, 0) << arch << " " << name << ": the fold's atomic in a kernel that does not fold";
+        }
         if (gfx1250(arch)) {
           EXPECT_EQ(k32.count(name) ? k32.at(name) : 0, n_matrix) << arch << " " << name << ": WMMA other than 16 x 16 x 32";
         }

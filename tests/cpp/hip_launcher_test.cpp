@@ -130,7 +130,7 @@ TEST(HipLauncher, DecodeOnGfx942) {
     EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
   } else {
     EXPECT_STREQ(launch(0)->name, "ac_zero_counts");
-    EXPECT_STREQ(split->name, "ac_tiled_keys_paged_bf16_d64");
+    EXPECT_STREQ(split->name, "ac_tiled_keys_fold_paged_bf16_d64");
     EXPECT_EQ(split->block[0], static_cast<unsigned>(ac_tiled_keys_shape_amd(64).threads()));
     EXPECT_EQ(split->grid[1], 8u);  // KV heads
   }

@@ -104,14 +104,14 @@ TEST(Launcher, DecodeKernelAndSplits) {
   ASSERT_EQ(fake.launches(), 2);
   EXPECT_STREQ(fake.launch(0)->name, "ac_zero_counts");
   EXPECT_EQ(fake.launch(0)->grid[0], 2u);
-  EXPECT_STREQ(fake.launch(1)->name, "ac_tiled_keys_paged_bf16_d64");
+  EXPECT_STREQ(fake.launch(1)->name, "ac_tiled_keys_fold_paged_bf16_d64");  // the twin with the fold's code
   EXPECT_EQ(fake.launch(1)->grid[2], 16u * 4);
 
   fake.reset();
   DecodeCase one(1, 32768);
   run_gpu(one.args, nullptr);
   ASSERT_EQ(fake.launches(), 2);
-  EXPECT_STREQ(fake.launch(1)->name, "ac_tiled_keys_paged_bf16_d64");
+  EXPECT_STREQ(fake.launch(1)->name, "ac_tiled_keys_fold_paged_bf16_d64");
   EXPECT_EQ(fake.launch(1)->grid[2], 64u);  // 66 fit one wave: capped at 64 splits (512 keys each)
   unsetenv("AITER_COMPAT_SPLIT_MERGE");  // the default: the merge kernel
   fake.reset();
@@ -292,7 +292,7 @@ TEST(Launcher, SplitCallsSecondKernelIsTheFirstsProgrammaticDependent) {
     fake.set_capturing(0);
     EXPECT_EQ(fake.launches(), 2) << what;
     EXPECT_STREQ(fake.launch(0)->name, merge_kernel ? "ac_tiled_keys_paged_bf16_d64" : "ac_zero_counts") << what;
-    EXPECT_STREQ(fake.launch(1)->name, merge_kernel ? "ac_merge_bf16" : "ac_tiled_keys_paged_bf16_d64") << what;
+    EXPECT_STREQ(fake.launch(1)->name, merge_kernel ? "ac_merge_bf16" : "ac_tiled_keys_fold_paged_bf16_d64") << what;
     EXPECT_FALSE(fake.launch(0)->programmatic) << what << ": the first kernel follows the caller's work";
     const bool programmatic = fake.launch(1)->programmatic != 0;
     fake.reset();
