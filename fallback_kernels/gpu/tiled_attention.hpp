@@ -460,11 +460,6 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   AC_TILED_KERNEL_OF(ac_tiled_##kind##_paged_f16_kv8_d64, F16, shape_of(64), true, true, fold)         \
   AC_TILED_KERNEL_OF(ac_tiled_##kind##_paged_f16_kv8_d128, F16, shape_of(128), true, true, fold)
 #define AC_TILED_KERNELS(kind, shape_of) AC_TILED_KERNELS_OF(kind, shape_of, false)
-// The "keys" kernels again with the split merge folded in ("keys_fold": the launcher's fold mode,
-// AITER_COMPAT_SPLIT_MERGE=fold; NVIDIA and CDNA). Kept out of the kernels every decode runs: its
-// code there cost the NVIDIA window decode's kernel 2 registers, its first copy 16 instructions
-// later and its first product 73 (sm_90 SASS), and gfx950's paged head dim 64 kernel a wave per
-// SIMD, for a merge that runs only where it is asked for (docs/kernel-notes.md, version 16).
 // One head dim's six kernels. Head dim 256: the row shapes alone (kernel_table.cpp says why).
 #define AC_TILED_KERNELS_AT(kind, shape_of, d)                                                   \
   AC_TILED_KERNEL(ac_tiled_##kind##_bf16_d##d, BF16, shape_of(d), false, false)                  \
@@ -478,6 +473,11 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape)
 AC_TILED_KERNELS_D256(rows, ac_tiled_rows_shape)
 AC_TILED_KERNELS(keys, ac_tiled_keys_shape)
+// The "keys" kernels again with the split merge folded in ("keys_fold": the launcher's fold mode,
+// AITER_COMPAT_SPLIT_MERGE=fold; NVIDIA and CDNA). Kept out of the kernels every decode runs: its
+// code there cost the NVIDIA window decode's kernel 2 registers, its first copy 16 instructions
+// later and its first product 73 (sm_90 SASS), and gfx950's paged head dim 64 kernel a wave per
+// SIMD, for a merge that runs only where it is asked for (docs/kernel-notes.md, version 16).
 AC_TILED_KERNELS_OF(keys_fold, ac_tiled_keys_shape, true)
 #if AC_HAS_WARPGROUP_MMA
 AC_TILED_KERNELS(wgmma, ac_tiled_wgmma_shape)

@@ -49,13 +49,14 @@ std::vector<int> tiled_dims_on(KernelId id, const std::string& arch) {
   return {64, 128};
 }
 
-// The tiled kernels' names at the given head dims (every dim the family has, by default).
-std::vector<std::string> tiled_names(KernelId id, const std::vector<int>& dims) {
+// The tiled kernels' names at the given head dims (every dim the family has, by default); fold:
+// the "keys" kernels' folded twins.
+std::vector<std::string> tiled_names(KernelId id, const std::vector<int>& dims, bool fold = false) {
   std::vector<std::string> names;
   for (bool paged : {false, true})
     for (int t : kHalf)
       for (int d : dims)
-        if (paged || !kv8_type(t)) names.push_back(tiled_kernel_name(id, paged, t, d));
+        if (paged || !kv8_type(t)) names.push_back(tiled_kernel_name(id, paged, t, d, fold));
   return names;
 }
 std::vector<std::string> tiled_names(KernelId id) { return tiled_names(id, tiled_dims(id)); }
@@ -63,10 +64,7 @@ std::vector<std::string> tiled_names(KernelId id) { return tiled_names(id, tiled
 // The "keys" kernels, and where they are built their twins with the split merge folded in.
 std::vector<std::string> keys_names() {
   std::vector<std::string> names = tiled_names(KernelId::tiled_keys);
-  for (bool paged : {false, true})
-    for (int t : kHalf)
-      for (int d : tiled_dims(KernelId::tiled_keys))
-        if (paged || !kv8_type(t)) names.push_back(tiled_kernel_name(KernelId::tiled_keys, paged, t, d, true));
+  for (auto& name : tiled_names(KernelId::tiled_keys, tiled_dims(KernelId::tiled_keys), true)) names.push_back(name);
   return names;
 }
 
