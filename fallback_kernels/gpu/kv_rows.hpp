@@ -20,9 +20,15 @@
 namespace {
 
 // An index over a dimension split in two (kernel_params.h: the 5-D caches' x-wide chunks).
+// a * b for 32-bit unsigned a and b, exactly: one wide multiply(-add) on both vendors.
+AC_INLINE AC_DEVICE uint64_t ac_wide(uint32_t a, uint32_t b) { return static_cast<uint64_t>(a) * b; }
 AC_INLINE AC_DEVICE int64_t ac_split(int64_t i, int32_t x, int64_t outer, int64_t inner) { return i / x * outer + i % x * inner; }
 
 enum class KvLayout : uint8_t { contiguous, pages, split_pages };
+
+struct KvBytes {
+  uint64_t k, v;  // byte offsets of the K and V rows (KvRows::bytes32)
+};
 
 struct KvRow {
   int64_t k, v;  // element offsets of the K and V rows; 0 where not ok
@@ -69,6 +75,33 @@ struct KvRows {
     return {ok ? k_row(j, block) : 0, ok ? v_row(j, block) : 0, ok};
   }
   AC_INLINE AC_MEMBER KvRow at(int32_t j) const { return at(j, page(j)); }
+
+  // The tiled kernels' forms of page() and of the row offsets, these in bytes (kElem bytes an
+  // element): the launcher gives those kernels only calls whose strides in bytes fit 32 bits
+  // (kernel_table.cpp, strides_fit_32_bits), so that an entry or a row is one 32 x 32 -> 64-bit
+  // multiply-add from a base. The forms above take 64-bit products, their sign extensions and a
+  // shift to bytes: about 100 instructions per row of a tile in sm_90's SASS, half of the fp8
+  // decode loop's. Only a valid() entry's rows are asked for (entries are then non-negative).
+  AC_INLINE AC_MEMBER int32_t page32(int32_t j) const {
+    if constexpr (L == KvLayout::contiguous) return 0;
+    else {
+      const int32_t n = page_shift >= 0 ? j >> page_shift : j / p.block_size;
+      const char* table = reinterpret_cast<const char*>(p.block_table + table_row);
+      return *reinterpret_cast<const int32_t*>(table + ac_wide(static_cast<uint32_t>(n), static_cast<uint32_t>(p.bt_col) * 4u));
+    }
+  }
+  // Key j's K and V row offsets in bytes on page `block` (a valid() entry: non-negative).
+  template <int kElem> AC_INLINE AC_MEMBER KvBytes bytes32(int32_t j, int32_t block) const {
+    static_assert(L != KvLayout::split_pages, "the split pages take the element forms (the generic kernel)");
+    const uint32_t k_tok = static_cast<uint32_t>(p.k_tok) * kElem, v_tok = static_cast<uint32_t>(p.v_tok) * kElem;
+    if constexpr (L == KvLayout::contiguous) {
+      const uint32_t t = static_cast<uint32_t>(k_start + j);
+      return {ac_wide(t, k_tok), ac_wide(t, v_tok)};
+    } else {
+      const uint32_t b = static_cast<uint32_t>(block), s = static_cast<uint32_t>(slot(j));
+      return {ac_wide(b, k_tok) + s * (static_cast<uint32_t>(p.k_slot) * kElem), ac_wide(b, v_tok) + s * (static_cast<uint32_t>(p.v_slot) * kElem)};
+    }
+  }
 
   AC_INLINE AC_MEMBER int32_t slot(int32_t j) const { return page_shift >= 0 ? j & (p.block_size - 1) : j % p.block_size; }
 };

@@ -36,6 +36,7 @@ struct NvTiles {
   static constexpr int kLoads = S.block_n * kSlots / kThreads;  // rows per thread per tile
   static_assert(kWarpKeys % 16 == 0 && D % 16 == 0 && S.block_n * kSlots % kThreads == 0, "tile shape");
   static_assert(kLanes % kSlots == 0, "the lanes copying one row are one warp's (convert_own)");
+  static_assert(kThreads % kSlots == 0, "a thread's rows start at one chunk (row, chunk)");
   // "keys" shapes keep their 16 query rows in registers (16 or 32 of them) for the whole loop,
   static constexpr bool kQInRegisters = S.warps_n > 1 && S.m_tiles == 1;
   // and issue their sinks' loads first (run), one row per thread.
@@ -152,6 +153,12 @@ struct NvTiles {
     }
   }
 
+  // This thread's rows of a tile (row(i), i < kLoads) and the first of the two 16-byte chunks it
+  // copies of each (chunk()): every row of a thread starts at the same chunk (kThreads is a
+  // multiple of kSlots), so a row's addresses differ from its neighbour's by its page alone.
+  AC_DEVICE int row(int tid, int i) { return tid / kSlots + i * (kThreads / kSlots); }
+  AC_DEVICE int chunk(int tid) { return (tid % kSlots) * 2; }
+
   // Block-table entries of this thread's rows of keys [j0, j0 + block_n), read one tile ahead
   // of their use so that the copies never wait on the table (-1: past the keys).
   AC_MEMBER void lookup_pages(const TileContext& c, int tid, int32_t j0, int32_t (&pages)[kLoads]) {
@@ -159,37 +166,46 @@ struct NvTiles {
     const auto rows = c.rows<kKvLayout>();
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int32_t j = j0 + (tid + i * kThreads) / kSlots;
-      pages[i] = j < c.k_end ? rows.page(j) : -1;
+      const int32_t j = j0 + row(tid, i);
+      pages[i] = j < c.k_end ? rows.page32(j) : -1;
     }
   }
 
   // Keys [j0, j0 + block_n) into ring slot `stage`; rows past k_end or on a block-table entry
   // outside the cache are zero and marked invalid. Returns whether this thread met such an entry.
+  // Addresses in bytes from the thread's first chunk of the head's rows (kv_rows.hpp, bytes32).
   AC_MEMBER bool load_keys(const TileContext& c, int tid, int32_t j0, int stage, const int32_t (&pages)[kLoads]) {
     bool bad = false;
     using KvElem = typename KvStorage<kKv8>::type;
-    const KvElem* k = static_cast<const KvElem*>(c.p.k) + c.kh * c.p.k_head;
-    const KvElem* v = static_cast<const KvElem*>(c.p.v) + c.kh * c.p.v_head;
+    constexpr int kElem = sizeof(KvElem);
+    const int ch = chunk(tid);
+    // The head's rows (uniform) and this thread's first chunk of them.
+    const char* k = reinterpret_cast<const char*>(c.p.k) + c.kh * c.p.k_head * kElem;
+    const char* v = reinterpret_cast<const char*>(c.p.v) + c.kh * c.p.v_head * kElem;
+    const uint32_t chunk_bytes = ch * 8 * kElem;
     uint16_t* ks = k_s + stage * S.block_n * D;
     uint16_t* vs = v_s + stage * S.block_n * D;
     const auto rows = c.rows<kKvLayout>();
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int x = tid + i * kThreads, r = x / kSlots, ch = (x % kSlots) * 2;
+      const int r = row(tid, i);
       const int32_t j = j0 + r;
       const bool valid = rows.valid(pages[i]);
       bad = bad || (j < c.k_end && !valid);
       const bool ok = j < c.k_end && valid;
-      const int64_t koff = ok ? rows.k_row(j, pages[i]) : 0, voff = ok ? rows.v_row(j, pages[i]) : 0;
+      // A row that is skipped reads nothing; its address is still one of the cache's (page 0's,
+      // or the sequence's first key): chosen by one 32-bit select rather than 64-bit ones.
+      const KvBytes at = rows.template bytes32<kElem>(kPaged || ok ? j : 0, ok ? pages[i] : 0);
+      const char* kp = k + chunk_bytes + at.k;
+      const char* vp = v + chunk_bytes + at.v;
       if constexpr (kKv8) {  // the 16 codes of the two 16-byte chunks they become
-        ac_copy16_async(ks + code_at(r, ch / 2), k + koff + ch * 8, ok);
-        ac_copy16_async(vs + code_at(r, ch / 2), v + voff + ch * 8, ok);
+        ac_copy16_async(ks + code_at(r, ch / 2), kp, ok);
+        ac_copy16_async(vs + code_at(r, ch / 2), vp, ok);
       } else {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          ac_copy16_async(ks + swizzle(r, ch + h, S.block_n), k + koff + (ch + h) * 8, ok);
-          ac_copy16_async(vs + swizzle(r, ch + h, S.block_n), v + voff + (ch + h) * 8, ok);
+          ac_copy16_async(ks + swizzle(r, ch + h, S.block_n), kp + h * 16, ok);
+          ac_copy16_async(vs + swizzle(r, ch + h, S.block_n), vp + h * 16, ok);
         }
       }
       if (ch == 0) valid_s[stage * S.block_n + r] = ok;
@@ -229,7 +245,7 @@ struct NvTiles {
     const int stage = it % S.stages;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int x = tid + i * kThreads, r = x / kSlots, ch = (x % kSlots) * 2;
+      const int r = row(tid, i), ch = chunk(tid);
       ac_u32x4 codes[2];
 #pragma unroll
       for (int kv = 0; kv < 2; ++kv)

@@ -101,6 +101,19 @@ bool rows_load_16_bytes(const ac_attention_params& p, int dtype) {
          aligned16(p.k) && aligned16(p.v) && strides;
 }
 
+// The tiled kernels address K, V and the block table with 32-bit strides in bytes (kv_rows.hpp:
+// page32, bytes32, one wide multiply-add per row where 64-bit strides take a dozen
+// instructions): each stride, times the largest step it is taken at, must fit 32 bits. Any real
+// cache does (a page would be 4 GiB); a call that does not goes to the decode or generic kernel.
+bool strides_fit_32_bits(const ac_attention_params& p, int dtype) {
+  const int64_t elem = kv8_type(dtype) ? 1 : 2;
+  const auto fits = [](int64_t stride, int64_t times) { return stride >= 0 && stride <= int64_t{0xffffffff} / times; };
+  if (!fits(p.k_tok, elem) || !fits(p.v_tok, elem)) return false;
+  if (!p.paged) return true;
+  const int64_t slots = std::max<int64_t>(p.block_size, 1);
+  return fits(p.k_slot, elem * slots) && fits(p.v_slot, elem * slots) && fits(p.bt_col, 4);
+}
+
 }  // namespace
 
 std::string feature_name(KernelFeature f) {
@@ -285,7 +298,7 @@ bool launch_fits(KernelId id, const ac_attention_params& p, int dtype, int64_t r
       // also store 16 bytes of the output at a time; grid z holds the sequences.
       // (At a head dim with no keys shape built, 256, the row shapes take every call.)
       return ((id == KernelId::tiled_keys) == (rows <= 16) || (id == KernelId::tiled_rows && !keys_shape_built(p.head_dim))) &&
-             rows_load_16_bytes(p, dtype) && aligned16(p.out) &&
+             rows_load_16_bytes(p, dtype) && strides_fit_32_bits(p, dtype) && aligned16(p.out) &&
              p.out_tok % 8 == 0 && p.out_head % 8 == 0 && p.batch <= 65535;
     case KernelId::decode:
       return p.paged && p.uniform_q == 1 && p.hq / p.hk <= AC_DECODE_MAX_GROUP && rows_load_16_bytes(p, dtype);

@@ -181,6 +181,49 @@ TEST(KernelBlocks, PageAddresserFindsEveryKeyOfEveryLayout) {
   EXPECT_EQ(r.v, 8 * 40);
 }
 
+// The tiled kernels' 32-bit forms (page32, bytes32) name the same entry and the same rows, in
+// bytes, as the element forms, up to the largest strides the launcher gives them
+// (strides_fit_32_bits): a page stride just below 4 GiB at the last entry of a cache of 2^31 - 1
+// pages, where a 32-bit product would wrap, and a table row 4 bytes wide per entry.
+TEST(KernelBlocks, ThirtyTwoBitFormsMatchTheElementForms) {
+  for (const int elem : {1, 2}) {
+    std::vector<int32_t> table = {3, 0, 7, 2147483646, 5, 1};
+    ac_attention_params p{};
+    p.block_table = table.data();
+    p.bt_col = 1;
+    p.block_size = 16;
+    p.num_blocks = 2147483647;
+    p.k_tok = (int64_t{0xffffffff} / elem) & ~int64_t{7};  // a page just below 4 GiB
+    p.v_tok = 16 * 8 * 64;
+    p.k_slot = (p.k_tok / 16) & ~int64_t{7}, p.v_slot = 8 * 64;
+    const KvRows<KvLayout::pages> rows{p, 0, 0, page_shift_of(p)};
+    for (int32_t j = 0; j < static_cast<int32_t>(table.size() * 16); ++j) {
+      const int32_t block = rows.page32(j);
+      ASSERT_EQ(block, rows.page(j)) << "key " << j;
+      const KvRow r = rows.at(j, block);
+      ASSERT_TRUE(r.ok);
+      const KvBytes b = elem == 1 ? rows.bytes32<1>(j, block) : rows.bytes32<2>(j, block);
+      EXPECT_EQ(b.k, static_cast<uint64_t>(r.k) * elem) << "key " << j << ", " << elem << "-byte elements";
+      EXPECT_EQ(b.v, static_cast<uint64_t>(r.v) * elem) << "key " << j << ", " << elem << "-byte elements";
+    }
+  }
+  // A block table whose entries are columns of a wide row (bt_col) and sequences that start deep in it.
+  std::vector<int32_t> wide(3 * 1000);
+  for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<int32_t>(i * 7 % 1009);
+  ac_attention_params p{};
+  p.block_table = wide.data();
+  p.bt_col = 3, p.block_size = 12, p.num_blocks = 1009;  // block size 12: the division, not a shift
+  const KvRows<KvLayout::pages> rows{p, 2, 0, page_shift_of(p)};
+  for (int32_t j = 0; j < 12 * 999; j += 5) ASSERT_EQ(rows.page32(j), rows.page(j)) << "key " << j;
+  // Contiguous keys: token k_start + j, up to a token stride just below 4 GiB.
+  ac_attention_params c{};
+  c.k_tok = 0xfffffff8, c.v_tok = 40;
+  const KvRows<KvLayout::contiguous> keys{c, 0, 1 << 30, -1};
+  const KvBytes b = keys.bytes32<1>(5, 0);
+  EXPECT_EQ(b.k, static_cast<uint64_t>(keys.k_row(5, 0)));
+  EXPECT_EQ(b.v, static_cast<uint64_t>((1 << 30) + 5) * 40);
+}
+
 // Every divisor a call can give (query heads per KV head up to the largest head count, split
 // counts up to 65535) at the dividends the kernels divide (rows, grid z: below 2^31), the
 // multiplier's edges (multiples of the divisor and their neighbours) included.

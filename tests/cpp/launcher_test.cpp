@@ -187,6 +187,48 @@ TEST(Launcher, Fp8CachesAndOutputScale) {
   EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_kv8_d64");
 }
 
+// The tiled kernels take strides whose bytes fit 32 bits (kernel_table.cpp, strides_fit_32_bits):
+// a page stride of 2^31 elements is 4 GiB in bf16, one byte too many, and goes to the decode
+// kernel; the same stride over fp8 codes (2 GiB) stays on the tiled kernel; so does a stride of
+// 2^31 - 8 bf16 elements. Nothing is read: the stand-in launches nothing.
+TEST(Launcher, TiledKernelsTakeStridesThatFitThirtyTwoBits) {
+  if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
+  Fake fake;
+  const int64_t big = int64_t{1} << 31;
+  fake.reset();
+  DecodeCase wide(8, 256);
+  wide.kc.view.strides[0] = big;
+  wide.args.k_cache = wide.kc.view;
+  run_gpu(wide.args, nullptr);
+  ASSERT_EQ(fake.launches(), 1);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_decode_bf16_d64");
+
+  fake.reset();
+  wide.kc.view.strides[0] = big - 8;
+  wide.args.k_cache = wide.kc.view;
+  run_gpu(wide.args, nullptr);
+  ASSERT_EQ(fake.launches(), 1);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_d64");
+
+  fake.reset();
+  DecodeCase fp8(8, 256);
+  HostTensor kc(DType::f8_e4m3fnuz, {8 * 16, 16, 8, 64}), vc(DType::f8_e4m3fnuz, {8 * 16, 16, 8, 64});
+  for (auto* t : {&kc, &vc}) t->view.device = DeviceKind::cuda;
+  vc.view.strides[0] = big;
+  fp8.args.k_cache = kc.view, fp8.args.v_cache = vc.view;
+  run_gpu(fp8.args, nullptr);
+  ASSERT_EQ(fake.launches(), 1);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_keys_paged_bf16_kv8_d64");
+
+  fake.reset();
+  DecodeCase table(8, 256);  // block-table entries 2^30 apart: 4 GiB of int32 per step
+  table.table.view.strides[1] = int64_t{1} << 30;
+  table.args.block_table = table.table.view;
+  run_gpu(table.args, nullptr);
+  ASSERT_EQ(fake.launches(), 1);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_decode_bf16_d64");
+}
+
 // Runs twice: as discovered (the warpgroup kernels) and as its own ctest entry with
 // AITER_COMPAT_NO_WGMMA=1 (the mma.sync "rows" kernels, 128 threads).
 TEST(Launcher, PrefillKernelFollowsNoWgmma) {
