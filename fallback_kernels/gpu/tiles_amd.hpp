@@ -179,20 +179,24 @@ struct AmdTiles {
 
   // Keys [j0, j0 + block_n) of K and V into registers, 16 bytes per chunk; rows past k_end or on
   // a block-table entry outside the cache are zero and marked invalid.
+  // Addresses in bytes with 32-bit strides (kv_rows.hpp, page32 and bytes32: one v_mad_u64_u32
+  // per row where the element offsets took 64-bit products).
   AC_MEMBER void fetch(const TileContext& c, int tid, int32_t j0) {
-    const KvElem* k = static_cast<const KvElem*>(c.p.k) + c.kh * c.p.k_head;
-    const KvElem* v = static_cast<const KvElem*>(c.p.v) + c.kh * c.p.v_head;
+    constexpr int kElem = sizeof(KvElem);
+    const char* k = reinterpret_cast<const char*>(c.p.k) + c.kh * c.p.k_head * kElem;
+    const char* v = reinterpret_cast<const char*>(c.p.v) + c.kh * c.p.v_head * kElem;
     const auto rows = c.rows<kPaged ? KvLayout::pages : KvLayout::contiguous>();
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int r = load_key(tid, i), ch = load_chunk(tid, i);
       const int32_t j = j0 + r;
       bool ok = j < c.k_end;
-      const int32_t block = ok ? rows.page(j) : -1;
+      const int32_t block = ok ? rows.page32(j) : -1;
       ok = ok && rows.valid(block);
-      const int64_t koff = ok ? rows.k_row(j, block) : 0, voff = ok ? rows.v_row(j, block) : 0;
-      kr[i] = ok ? *reinterpret_cast<const Chunk*>(k + koff + ch * 8) : Chunk{};
-      vr[i] = ok ? *reinterpret_cast<const Chunk*>(v + voff + ch * 8) : Chunk{};
+      const KvBytes at = rows.template bytes32<kElem>(kPaged || ok ? j : 0, ok ? block : 0);  // skipped rows read nothing
+      const uint32_t chunk_bytes = ch * 8 * kElem;
+      kr[i] = ok ? *reinterpret_cast<const Chunk*>(k + at.k + chunk_bytes) : Chunk{};
+      vr[i] = ok ? *reinterpret_cast<const Chunk*>(v + at.v + chunk_bytes) : Chunk{};
       row_ok[i] = ok;
     }
   }
