@@ -208,6 +208,31 @@ TEST(HipLauncher, DecodeOnRdna4TakesTheWmmaTiles) { expect_split_decode_on("gfx1
 TEST(HipLauncher, DecodeOnRdna3TakesTheWmmaTiles) { expect_split_decode_on("gfx1100", true); }
 TEST(HipLauncher, DecodeOnGfx1250TakesTheWmmaTiles) { expect_split_decode_on("gfx1250", true); }
 
+// The tiled kernels address rows with 32-bit strides in bytes (kernel_table.cpp,
+// strides_fit_32_bits): a V page stride of 2^31 bf16 elements (4 GiB) sends the split decode to
+// the direct-load kernel on gfx942; 2^31 - 8 (one 16-byte row short of it) stays on the tiles.
+// Nothing is read: the stand-in runs no kernel.
+TEST(HipLauncher, TiledKernelsTakeStridesThatFitThirtyTwoBits) {
+  if (!built_for("gfx942")) GTEST_SKIP() << "no gfx942 code object in this build (no clang with AMDGPU support)";
+  if (const char* d = std::getenv("AITER_COMPAT_AMD_DIRECT"); d && std::string(d) == "1")
+    GTEST_SKIP() << "AITER_COMPAT_AMD_DIRECT=1 keeps the direct-load kernels";
+  void* lib = dlopen("libamdhip64.so", RTLD_NOW);
+  ASSERT_NE(lib, nullptr);
+  auto reset = reinterpret_cast<void (*)()>(dlsym(lib, "fake_hip_reset"));
+  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));
+  auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
+  for (const int64_t stride : {(int64_t{1} << 31) - 8, int64_t{1} << 31}) {
+    reset();
+    SplitDecode call;
+    call.vc.view.strides[0] = stride;
+    run_gpu(call.args(), nullptr);
+    ASSERT_EQ(count(), 2) << "stride " << stride;
+    EXPECT_STREQ(launch(0)->name, stride < (int64_t{1} << 31) ? "ac_tiled_keys_paged_bf16_d64" : "ac_decode_bf16_d64")
+        << "stride " << stride;
+    EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
+  }
+}
+
 // Head dim 256 on gfx942: the MFMA row tiles take decode rows too (no keys shape or direct
 // decode kernel is built for 256), at the shape's 256 threads; a call they cannot launch (an
 // output_scale over a 16-bit cache) whose group the generic block cannot hold is an error, not
