@@ -19,9 +19,9 @@
 
 namespace {
 
-// An index over a dimension split in two (kernel_params.h: the 5-D caches' x-wide chunks).
 // a * b for 32-bit unsigned a and b, exactly: one wide multiply(-add) on both vendors.
 AC_INLINE AC_DEVICE uint64_t ac_wide(uint32_t a, uint32_t b) { return static_cast<uint64_t>(a) * b; }
+// An index over a dimension split in two (kernel_params.h: the 5-D caches' x-wide chunks).
 AC_INLINE AC_DEVICE int64_t ac_split(int64_t i, int32_t x, int64_t outer, int64_t inner) { return i / x * outer + i % x * inner; }
 
 enum class KvLayout : uint8_t { contiguous, pages, split_pages };
@@ -80,8 +80,9 @@ struct KvRows {
   // element): the launcher gives those kernels only calls whose strides in bytes fit 32 bits
   // (kernel_table.cpp, strides_fit_32_bits), so that an entry or a row is one 32 x 32 -> 64-bit
   // multiply-add from a base. The forms above take 64-bit products, their sign extensions and a
-  // shift to bytes: about 100 instructions per row of a tile in sm_90's SASS, half of the fp8
-  // decode loop's. Only a valid() entry's rows are asked for (entries are then non-negative).
+  // shift to bytes, recomputed on every tile (the decode loop's warp instructions per tile: 411
+  // to 331 in bf16, 480 to 422 in fp8 on an H100; kernel-notes.md, version 17). Only a valid()
+  // entry's rows are asked for (entries are then non-negative).
   AC_INLINE AC_MEMBER int32_t page32(int32_t j) const {
     if constexpr (L == KvLayout::contiguous) return 0;
     else {

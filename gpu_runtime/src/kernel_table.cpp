@@ -102,7 +102,7 @@ bool rows_load_16_bytes(const ac_attention_params& p, int dtype) {
 }
 
 // The tiled kernels address K, V and the block table with 32-bit strides in bytes (kv_rows.hpp:
-// page32, bytes32, one wide multiply-add per row where 64-bit strides take a dozen
+// page32, bytes32, one wide multiply-add per row where 64-bit element offsets took many more
 // instructions): each stride, times the largest step it is taken at, must fit 32 bits. Any real
 // cache does (a page would be 4 GiB); a call that does not goes to the decode or generic kernel.
 bool strides_fit_32_bits(const ac_attention_params& p, int dtype) {
