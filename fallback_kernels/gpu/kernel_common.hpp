@@ -91,8 +91,6 @@ AC_DEVICE float ac_sink(const void* sinks, int32_t type, int64_t stride, int32_t
 }
 AC_DEVICE float ac_sink(const ac_attention_params& p, int32_t h) { return ac_sink(p.sinks, p.sink_type, p.sink_stride, h); }
 
-AC_DEVICE int32_t clamp_i32(int64_t v, int64_t lo, int64_t hi) { return static_cast<int32_t>(v < lo ? lo : v > hi ? hi : v); }
-
 // Where sequence b's queries and keys are; ranges are clamped to the tensors so bad lengths
 // read nothing outside them (the host checks contents only for CPU tensors).
 struct Sequence {
@@ -100,25 +98,7 @@ struct Sequence {
   int64_t table_row;  // paged keys: where sequence b's block-table entries start (one apart per bt_col)
 };
 
-// The one reading of a paged sequence's page table, for every kernel: where its entries start
-// and how many keys it has, clamped so that every page of its keys is an entry of the table.
-struct PagedKeys {
-  int64_t table_row;
-  int32_t k_len;
-};
-AC_DEVICE PagedKeys paged_keys(const ac_attention_params& p, int32_t b) {
-  if (!p.kv_indptr)
-    return {static_cast<int64_t>(b) * p.bt_row,
-            clamp_i32(p.seqused_k[b], 0, static_cast<int64_t>(p.max_blocks) * p.block_size)};
-  const int32_t start = clamp_i32(p.kv_indptr[b], 0, p.num_page_indices);
-  const int32_t pages = clamp_i32(p.kv_indptr[b + 1], start, p.num_page_indices) - start;
-  int64_t keys = static_cast<int64_t>(pages) * p.block_size;
-  if (p.seqused_k)  // pa_decode_bf16_asm's context_lens: keys in all, within the pages
-    keys = clamp_i32(p.seqused_k[b], 0, keys);
-  else if (p.kv_last_page_lens && pages > 0)
-    keys -= p.block_size - clamp_i32(p.kv_last_page_lens[b], 0, p.block_size);
-  return {start, static_cast<int32_t>(keys)};
-}
+// (paged_keys, the one reading of a paged sequence's page table: kv_rows.hpp.)
 
 // Sequence b (0 <= b < batch).
 AC_DEVICE Sequence sequence_at(const ac_attention_params& p, int32_t b) {

@@ -8,7 +8,7 @@
 //   split_pages  AITer's 5-D caches and pa_decode_gluon's value cache: the same pages, the slot
 //                dimension split in x-wide chunks (kernel_params.h, ac_split).
 // A sequence's page table is a row of block_table or its CSR run of kv_page_indices: entries from
-// table_row, bt_col apart. A loader that fetches a tile ahead reads the tile's pages first
+// table_row, bt_col apart (paged_keys reads where they start and how many keys there are). A loader that fetches a tile ahead reads the tile's pages first
 // (page()) and places its rows when they are needed (at()). An entry outside the cache is not ok:
 // nothing is read for its keys, which the kernels mask. Model: FlashAttention's hopper/paged_kv.h.
 // Also built for the host model (AC_HOST_MODEL: tests/cpp/kernel_blocks_test.cpp).
@@ -23,6 +23,31 @@ namespace {
 AC_INLINE AC_DEVICE uint64_t ac_wide(uint32_t a, uint32_t b) { return static_cast<uint64_t>(a) * b; }
 // An index over a dimension split in two (kernel_params.h: the 5-D caches' x-wide chunks).
 AC_INLINE AC_DEVICE int64_t ac_split(int64_t i, int32_t x, int64_t outer, int64_t inner) { return i / x * outer + i % x * inner; }
+
+AC_DEVICE int32_t clamp_i32(int64_t v, int64_t lo, int64_t hi) { return static_cast<int32_t>(v < lo ? lo : v > hi ? hi : v); }
+
+// The one reading of a paged sequence's page table, for every kernel: where its entries start
+// and how many keys it has, clamped so that every page of its keys is an entry of the table.
+struct PagedKeys {
+  int64_t table_row;
+  int32_t k_len;
+};
+AC_DEVICE PagedKeys paged_keys(const ac_attention_params& p, int32_t b) {
+  if (!p.kv_indptr)
+    return {static_cast<int64_t>(b) * p.bt_row,
+            clamp_i32(p.seqused_k[b], 0, static_cast<int64_t>(p.max_blocks) * p.block_size)};
+  const int32_t start = clamp_i32(p.kv_indptr[b], 0, p.num_page_indices);
+  const int32_t pages = clamp_i32(p.kv_indptr[b + 1], start, p.num_page_indices) - start;
+  int64_t keys = static_cast<int64_t>(pages) * p.block_size;
+  if (p.seqused_k)  // pa_decode_bf16_asm's context_lens: keys in all, within the pages
+    keys = clamp_i32(p.seqused_k[b], 0, keys);
+  else if (p.kv_last_page_lens && pages > 0)
+    keys -= p.block_size - clamp_i32(p.kv_last_page_lens[b], 0, p.block_size);
+  // kv_page_indices' entries are bt_col apart: the run starts at entry `start`, not at element
+  // `start` (a strided kv_page_indices read the wrong entries before; the CPU reference and the
+  // host checks always scaled it).
+  return {static_cast<int64_t>(start) * p.bt_col, static_cast<int32_t>(keys)};
+}
 
 enum class KvLayout : uint8_t { contiguous, pages, split_pages };
 

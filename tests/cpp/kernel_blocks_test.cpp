@@ -181,6 +181,35 @@ TEST(KernelBlocks, PageAddresserFindsEveryKeyOfEveryLayout) {
   EXPECT_EQ(r.v, 8 * 40);
 }
 
+// A CSR page table over a strided kv_page_indices (a view whose entries are bt_col apart): each
+// sequence's keys on the pages the CPU reference reads, entry (kv_indptr[b] + n) x stride, with
+// kv_last_page_lens keys in its last page; an empty sequence has none.
+TEST(KernelBlocks, CsrPagesOfAStridedIndexList) {
+  const int32_t stride = 3, bs = 16;
+  const std::vector<int32_t> indptr = {0, 2, 5, 5, 6}, pages = {4, 1, 7, 0, 2, 5}, last = {16, 3, 1, 9};
+  std::vector<int32_t> buf(pages.size() * stride, -9);  // the entries between are another tensor's
+  for (size_t i = 0; i < pages.size(); ++i) buf[i * stride] = pages[i];
+  ac_attention_params p{};
+  p.paged = 1;
+  p.block_table = buf.data();
+  p.bt_col = stride;
+  p.kv_indptr = indptr.data();
+  p.kv_last_page_lens = last.data();
+  p.num_page_indices = static_cast<int32_t>(pages.size());
+  p.block_size = bs;
+  p.num_blocks = 8;
+  for (int32_t b = 0; b < 4; ++b) {
+    const PagedKeys keys = paged_keys(p, b);
+    const int32_t n = indptr[b + 1] - indptr[b];
+    ASSERT_EQ(keys.k_len, n ? (n - 1) * bs + last[b] : 0) << "sequence " << b;
+    const KvRows<KvLayout::pages> rows{p, keys.table_row, 0, page_shift_of(p)};
+    for (int32_t j = 0; j < keys.k_len; ++j) {
+      ASSERT_EQ(rows.page(j), pages[indptr[b] + j / bs]) << "sequence " << b << ", key " << j;
+      ASSERT_EQ(rows.page32(j), pages[indptr[b] + j / bs]) << "sequence " << b << ", key " << j;
+    }
+  }
+}
+
 // The tiled kernels' 32-bit forms (page32, bytes32) name the same entry and the same rows, in
 // bytes, as the element forms, up to the largest strides the launcher gives them
 // (strides_fit_32_bits): a page stride just below 4 GiB at the last entry of a cache of 2^31 - 1

@@ -88,7 +88,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("table", ["csr", "csr_3d", "block_table"])
+@pytest.mark.parametrize("table", ["csr", "csr_3d", "csr_strided", "block_table"])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_batch_prefill(case, table):
     name, q_lens, k_lens, hq, hk, d, page, causal, window, dtype, bound = case
@@ -107,6 +107,10 @@ def test_batch_prefill(case, table):
         indptr, indices = g(torch.zeros(len(q_lens) + 1, dtype=torch.int32)), g(torch.zeros(1, dtype=torch.int32))
     else:
         indptr, indices = g(b["indptr"]), g(b["indices"])
+        if table == "csr_strided":  # a view whose entries are 2 apart, other values between them
+            spaced = torch.full((2 * indices.numel(),), -5, dtype=torch.int32, device=DEV)
+            spaced[::2] = indices
+            indices = spaced[::2]
         if page > 1:
             extra = dict(kv_last_page_lens=g(b["last"]))
     out = torch.full(b["q"].shape, float("nan"), dtype=dtype, device=DEV)

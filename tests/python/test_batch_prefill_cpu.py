@@ -59,7 +59,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("table", ["csr", "csr_3d", "block_table"])
+@pytest.mark.parametrize("table", ["csr", "csr_3d", "csr_strided", "block_table"])
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_batch_prefill_against_reference(case, table):
     q_lens, k_lens, hq, hk, d, page, causal, window = CASES[case]
@@ -78,6 +78,10 @@ def test_batch_prefill_against_reference(case, table):
         indptr, indices = np.zeros(len(q_lens) + 1, np.int32), np.zeros(1, np.int32)  # ignored, as AITer does
     else:
         indptr, indices = batch["indptr"], batch["indices"]
+        if table == "csr_strided":  # a view whose entries are 2 apart, other values between them
+            spaced = np.full(2 * indices.size, -5, np.int32)
+            spaced[::2] = indices
+            indices = spaced[::2]
         if page > 1:
             extra = dict(kv_last_page_lens=batch["last"])
     res, lse = aiter_compat.mha_batch_prefill_func(
