@@ -210,7 +210,8 @@ TEST(HipLauncher, DecodeOnGfx1250TakesTheWmmaTiles) { expect_split_decode_on("gf
 
 // The tiled kernels address rows with 32-bit strides in bytes (kernel_table.cpp,
 // strides_fit_32_bits): a V page stride of 2^31 bf16 elements (4 GiB) sends the split decode to
-// the direct-load kernel on gfx942; 2^31 - 8 (one 16-byte row short of it) stays on the tiles.
+// the direct-load kernel on gfx942; 2^31 - 8 (one 16-byte row short of it) stays on the tiles;
+// likewise a K slot stride whose 16 slots span 4 GiB.
 // Nothing is read: the stand-in runs no kernel.
 TEST(HipLauncher, TiledKernelsTakeStridesThatFitThirtyTwoBits) {
   if (!built_for("gfx942")) GTEST_SKIP() << "no gfx942 code object in this build (no clang with AMDGPU support)";
@@ -230,6 +231,17 @@ TEST(HipLauncher, TiledKernelsTakeStridesThatFitThirtyTwoBits) {
     EXPECT_STREQ(launch(0)->name, stride < (int64_t{1} << 31) ? "ac_tiled_keys_paged_bf16_d64" : "ac_decode_bf16_d64")
         << "stride " << stride;
     EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
+  }
+  // The slots' stride is taken up to block_size - 1 times: 2^26 bf16 elements x 16 slots is 2 GiB
+  // (tiles), 2^27 x 16 is 4 GiB (the direct-load kernel).
+  for (const int64_t slot : {int64_t{1} << 26, int64_t{1} << 27}) {
+    reset();
+    SplitDecode call;
+    call.kc.view.strides[1] = slot;
+    run_gpu(call.args(), nullptr);
+    ASSERT_EQ(count(), 2) << "slot stride " << slot;
+    EXPECT_STREQ(launch(0)->name, slot < (int64_t{1} << 27) ? "ac_tiled_keys_paged_bf16_d64" : "ac_decode_bf16_d64")
+        << "slot stride " << slot;
   }
 }
 

@@ -251,6 +251,10 @@ TEST(KernelBlocks, ThirtyTwoBitFormsMatchTheElementForms) {
   const KvBytes b = keys.bytes32<1>(5, 0);
   EXPECT_EQ(b.k, static_cast<uint64_t>(keys.k_row(5, 0)));
   EXPECT_EQ(b.v, static_cast<uint64_t>((1 << 30) + 5) * 40);
+  c.k_tok = 0x7ffffff8;  // 16-bit elements: a token stride just below 4 GiB
+  const KvBytes h = keys.bytes32<2>(5, 0);
+  EXPECT_EQ(h.k, static_cast<uint64_t>(keys.k_row(5, 0)) * 2);
+  EXPECT_EQ(h.v, static_cast<uint64_t>((1 << 30) + 5) * 80);
 }
 
 // Every divisor a call can give (query heads per KV head up to the largest head count, split
