@@ -16,7 +16,6 @@ import re
 
 import torch
 
-import aiter_compat
 from aiter_compat import bench as B
 
 # (batch, context, window, KV cache type)
@@ -28,21 +27,10 @@ def case_name(batch, ctx, window, kv):
     return f"{batch}x{ctx // 1024}k {'win128' if window[0] >= 0 else 'full'} {kv}"
 
 
-def decode_time(batch, ctx, window, kv, block=16, hq=64, hk=8, d=64):
-    """Seconds per call: median of 60 graph replays, each on fresh KV bytes (copies beyond the L2)."""
-    per = (ctx + block - 1) // block
-    elem = 1 if kv == "fp8" else 2
-    copies = B.kv_copies(2 * batch * ctx * hk * d * elem)
-    caches = [(B.kv_cache((batch * per, block, hk, d), kv), B.kv_cache((batch * per, block, hk, d), kv)) for _ in range(copies)]
-    scales = B.kv_scales(kv)
-    table = torch.arange(batch * per, dtype=torch.int32, device="cuda").reshape(batch, per)
-    used = torch.full((batch,), ctx, dtype=torch.int32, device="cuda")
-    q = torch.randn(batch, hq, d, dtype=torch.bfloat16, device="cuda")
-    out = torch.empty_like(q)
-    sinks = torch.randn(hq, device="cuda")
-    calls = [lambda kc=kc, vc=vc: aiter_compat.paged_attention_decode(
-        q, kc, vc, table, used, softmax_scale=0.125, window_size=window, sinks=sinks, out=out, **scales) for kc, vc in caches]
-    return B.timed(B.graph_replay(calls), reps=60)
+def decode_time(batch, ctx, window, kv):
+    """Seconds per call: median of 60 graph replays with sinks, each on fresh KV bytes."""
+    calls, sinks, _ = B.decode_calls(batch, ctx, window, kv=kv)
+    return B.timed(B.graph_replay(calls(sinks)), reps=60)
 
 
 def main():

@@ -215,12 +215,12 @@ def kv_scales(kv):
     return {"k_descale": torch.tensor([0.9], device="cuda"), "v_descale": torch.tensor([1.1], device="cuda")}
 
 
-def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64, kv="bf16"):
-    """Graph-replay times with sinks and without, bytes moved, eager time of a call."""
+def decode_calls(batch, ctx, window, block=16, hq=64, hk=8, d=64, kv="bf16"):
+    """The decode cases' inputs (GPT-OSS heads, a paged cache, KV copies beyond the L2): calls(sinks),
+    one call per KV copy, the sinks, and the query."""
     blocks_per = (ctx + block - 1) // block
     elem = 1 if kv == "fp8" else 2
-    kv_bytes = 2 * batch * ctx * hk * d * elem
-    copies = kv_copies(kv_bytes)
+    copies = kv_copies(2 * batch * ctx * hk * d * elem)
     caches = []
     for _ in range(copies):
         shape = (batch * blocks_per, block, hk, d)
@@ -236,6 +236,13 @@ def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64, kv="bf16"):
         return [lambda kc=kc, vc=vc: aiter_compat.paged_attention_decode(
             q, kc, vc, table, used, softmax_scale=0.125, window_size=window, sinks=sinks, out=out, **scales)
             for kc, vc in caches]
+    return calls, s, q
+
+
+def decode_case(batch, ctx, window, block=16, hq=64, hk=8, d=64, kv="bf16"):
+    """Graph-replay times with sinks and without, bytes moved, eager time of a call."""
+    elem = 1 if kv == "fp8" else 2
+    calls, s, q = decode_calls(batch, ctx, window, block, hq, hk, d, kv)
     # Sinks on and off: two sets of graphs on the same inputs, timed in alternating runs of ten
     # replays (each replay queued behind a spin kernel, so a switch of graph costs the GPU
     # nothing), 90 replays each, medians.

@@ -52,6 +52,15 @@ struct SplitDecodeAt {
 };
 using SplitDecode = SplitDecodeAt<64>;
 
+// The stand-in runtime's record of launches (the library the launcher binds).
+struct FakeHip {
+  void* lib = dlopen("libamdhip64.so", RTLD_NOW);
+  template <typename F> F fn(const char* name) { return reinterpret_cast<F>(dlsym(lib, name)); }
+  void reset() { fn<void (*)()>("fake_hip_reset")(); }
+  int count() { return fn<int (*)()>("fake_hip_launch_count")(); }
+  const FakeLaunch* launch(int i) { return fn<const FakeLaunch* (*)(int)>("fake_hip_launch")(i); }
+};
+
 }  // namespace
 
 TEST(HipLauncher, ProbeFindsTheArchByContent) {
@@ -217,31 +226,26 @@ TEST(HipLauncher, TiledKernelsTakeStridesThatFitThirtyTwoBits) {
   if (!built_for("gfx942")) GTEST_SKIP() << "no gfx942 code object in this build (no clang with AMDGPU support)";
   if (const char* d = std::getenv("AITER_COMPAT_AMD_DIRECT"); d && std::string(d) == "1")
     GTEST_SKIP() << "AITER_COMPAT_AMD_DIRECT=1 keeps the direct-load kernels";
-  void* lib = dlopen("libamdhip64.so", RTLD_NOW);
-  ASSERT_NE(lib, nullptr);
-  auto reset = reinterpret_cast<void (*)()>(dlsym(lib, "fake_hip_reset"));
-  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));
-  auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
-  for (const int64_t stride : {(int64_t{1} << 31) - 8, int64_t{1} << 31}) {
-    reset();
+  FakeHip fake;
+  ASSERT_NE(fake.lib, nullptr);
+  // (V's page stride, K's slot stride: 0 keeps the cache's own), whether the tiles take the call.
+  // The slots' stride is taken up to block_size - 1 times: 2^26 bf16 elements x 16 slots is 2 GiB,
+  // 2^27 x 16 is 4 GiB.
+  struct Case {
+    int64_t v_page, k_slot;
+    bool tiles;
+  };
+  for (const Case c : {Case{(int64_t{1} << 31) - 8, 0, true}, Case{int64_t{1} << 31, 0, false},
+                       Case{0, int64_t{1} << 26, true}, Case{0, int64_t{1} << 27, false}}) {
+    fake.reset();
     SplitDecode call;
-    call.vc.view.strides[0] = stride;
+    if (c.v_page) call.vc.view.strides[0] = c.v_page;
+    if (c.k_slot) call.kc.view.strides[1] = c.k_slot;
     run_gpu(call.args(), nullptr);
-    ASSERT_EQ(count(), 2) << "stride " << stride;
-    EXPECT_STREQ(launch(0)->name, stride < (int64_t{1} << 31) ? "ac_tiled_keys_paged_bf16_d64" : "ac_decode_bf16_d64")
-        << "stride " << stride;
-    EXPECT_STREQ(launch(1)->name, "ac_merge_bf16");
-  }
-  // The slots' stride is taken up to block_size - 1 times: 2^26 bf16 elements x 16 slots is 2 GiB
-  // (tiles), 2^27 x 16 is 4 GiB (the direct-load kernel).
-  for (const int64_t slot : {int64_t{1} << 26, int64_t{1} << 27}) {
-    reset();
-    SplitDecode call;
-    call.kc.view.strides[1] = slot;
-    run_gpu(call.args(), nullptr);
-    ASSERT_EQ(count(), 2) << "slot stride " << slot;
-    EXPECT_STREQ(launch(0)->name, slot < (int64_t{1} << 27) ? "ac_tiled_keys_paged_bf16_d64" : "ac_decode_bf16_d64")
-        << "slot stride " << slot;
+    ASSERT_EQ(fake.count(), 2) << "V page stride " << c.v_page << ", K slot stride " << c.k_slot;
+    EXPECT_STREQ(fake.launch(0)->name, c.tiles ? "ac_tiled_keys_paged_bf16_d64" : "ac_decode_bf16_d64")
+        << "V page stride " << c.v_page << ", K slot stride " << c.k_slot;
+    EXPECT_STREQ(fake.launch(1)->name, "ac_merge_bf16");
   }
 }
 
@@ -253,11 +257,8 @@ TEST(HipLauncher, HeadDim256OnGfx942) {
   if (!built_for("gfx942")) GTEST_SKIP() << "no gfx942 code object in this build (no clang with AMDGPU support)";
   if (const char* d = std::getenv("AITER_COMPAT_AMD_DIRECT"); d && std::string(d) == "1")
     GTEST_SKIP() << "AITER_COMPAT_AMD_DIRECT=1 keeps the direct-load kernels";
-  void* lib = dlopen("libamdhip64.so", RTLD_NOW);
-  ASSERT_NE(lib, nullptr);
-  auto reset = reinterpret_cast<void (*)()>(dlsym(lib, "fake_hip_reset"));
-  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "fake_hip_launch_count"));
-  auto launch = reinterpret_cast<const FakeLaunch* (*)(int)>(dlsym(lib, "fake_hip_launch"));
+  FakeHip fake;
+  ASSERT_NE(fake.lib, nullptr);
   auto decode = [](int64_t kv_heads, int64_t d, HostTensor* scale) {
     const int64_t ctx = 512, blocks = ctx / 16;
     HostTensor q(DType::bf16, {2, 64, d}), kc(DType::bf16, {2 * blocks, 16, kv_heads, d}),
@@ -270,14 +271,14 @@ TEST(HipLauncher, HeadDim256OnGfx942) {
     if (scale) a.output_scale = scale->view;
     run_gpu(a, nullptr);
   };
-  reset();
+  fake.reset();
   decode(8, 256, nullptr);
-  ASSERT_GE(count(), 1);
-  EXPECT_STREQ(launch(0)->name, "ac_tiled_rows_paged_bf16_d256");
-  EXPECT_EQ(launch(0)->block[0], static_cast<unsigned>(ac_tiled_rows_shape_amd(256).threads()));
-  EXPECT_EQ(launch(0)->grid[1], 8u);  // KV heads
+  ASSERT_GE(fake.count(), 1);
+  EXPECT_STREQ(fake.launch(0)->name, "ac_tiled_rows_paged_bf16_d256");
+  EXPECT_EQ(fake.launch(0)->block[0], static_cast<unsigned>(ac_tiled_rows_shape_amd(256).threads()));
+  EXPECT_EQ(fake.launch(0)->grid[1], 8u);  // KV heads
 
-  reset();
+  fake.reset();
   HostTensor scale(DType::f32, {1});
   scale.view.device = DeviceKind::rocm;
   try {
@@ -286,5 +287,5 @@ TEST(HipLauncher, HeadDim256OnGfx942) {
   } catch (const gpu::GpuError& e) {
     EXPECT_NE(std::string(e.what()).find("(this call: 32 x 128)"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(count(), 0);
+  EXPECT_EQ(fake.count(), 0);
 }
