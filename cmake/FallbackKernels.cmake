@@ -21,6 +21,7 @@ set(kernel_deps ${kernel_source} ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/port
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/fast_divide.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/key_range.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/kv_rows.hpp
+                ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/online_softmax.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/row_finish.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/row_store.hpp
                 ${PROJECT_SOURCE_DIR}/fallback_kernels/gpu/arch_contract.hpp

@@ -45,6 +45,14 @@ AC_DEVICE float ac_shfl_xor(float v, int mask) {
   return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute((lane ^ mask) << 2, __builtin_bit_cast(int, v)));
 }
 AC_DEVICE float ac_half_to_float(uint16_t h) { return static_cast<float>(__builtin_bit_cast(_Float16, h)); }
+// Whether `pred` holds in any lane of the wave (a uniform branch on it skips work in every lane).
+AC_DEVICE bool ac_warp_any(bool pred) {
+#if AC_WARP_SIZE == 64
+  return __builtin_amdgcn_ballot_w64(pred) != 0;
+#else
+  return __builtin_amdgcn_ballot_w32(pred) != 0;
+#endif
+}
 // The CUDA math names the shared kernel code uses (no device libraries here: clang builtins).
 AC_DEVICE float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 AC_DEVICE float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
@@ -96,6 +104,8 @@ AC_DEVICE void ac_syncwarp() { __syncwarp(); }  // the warp's lanes, and their s
 AC_DEVICE float ac_exp(float x) { return exp2f(x * 1.4426950408889634f); }
 AC_DEVICE float ac_log(float x) { return __logf(x); }
 AC_DEVICE float ac_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+// Whether `pred` holds in any lane of the warp (a uniform branch on it skips work in every lane).
+AC_DEVICE bool ac_warp_any(bool pred) { return __any_sync(0xffffffffu, pred) != 0; }
 AC_DEVICE float ac_half_to_float(uint16_t h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));

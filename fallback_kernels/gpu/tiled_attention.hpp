@@ -26,6 +26,7 @@
 #include "fast_divide.hpp"
 #include "kernel_common.hpp"
 #include "key_range.hpp"
+#include "online_softmax.hpp"
 #include "row_finish.hpp"
 #include "row_store.hpp"
 #include "split_merge.hpp"
@@ -172,18 +173,20 @@ struct TiledAttention : TileContext {
         }
       }
 
-      // Online softmax per row, over the lanes that hold its keys.
+      // Online softmax per row, over the lanes that hold its keys, against each row's reference
+      // max (online_softmax.hpp): the output is rescaled only where some row of the warp moved.
+      float corr[A::kRowSlots];
+      bool moved = false;
 #pragma unroll
       for (int slot = 0; slot < A::kRowSlots; ++slot) {
         float mx = -AC_INFINITY;
 #pragma unroll
         for (int e = 0; e < A::kScoreElems; e += 2)  // pairs share a row on every arch
           if (tiles.score_slot(e) == slot) mx = fmaxf(mx, fmaxf(tiles.at(sc, e), tiles.at(sc, e + 1)));
-        mx = tiles.row_max(mx);
-        const float m_new = fmaxf(m_run[slot], mx * scale2);
-        const float m_use = m_new == -AC_INFINITY ? 0.f : m_new;  // a row with nothing valid yet
-        const float corr = ac_exp2(m_run[slot] - m_use);
-        m_run[slot] = m_new;
+        const MaxStep step = reference_max_step(m_run[slot], tiles.row_max(mx) * scale2);
+        m_run[slot] = step.m, corr[slot] = step.corr;
+        moved = moved || step.moved;
+        const float m_use = exp_base(m_run[slot]);
         float sum = 0.f;
 #pragma unroll
         for (int e = 0; e < A::kScoreElems; ++e)
@@ -191,10 +194,11 @@ struct TiledAttention : TileContext {
             tiles.at(sc, e) = ac_exp2(fmaf(tiles.at(sc, e), scale2, -m_use));
             sum += tiles.at(sc, e);
           }
-        l_run[slot] = l_run[slot] * corr + sum;
+        l_run[slot] = l_run[slot] * corr[slot] + sum;
+      }
+      if (ac_warp_any(moved)) {
 #pragma unroll
-        for (int e = 0; e < A::kOutElems; ++e)
-          if (tiles.out_slot(e) == slot) tiles.at(o, e) *= corr;
+        for (int e = 0; e < A::kOutElems; ++e) tiles.at(o, e) *= corr[tiles.out_slot(e)];
       }
 
       tiles.accumulate(o, sc, it, lane);

@@ -1,7 +1,8 @@
 // The kernels' shared building blocks, built for the CPU (AC_HOST_MODEL) from the same source the
 // GPU kernels use: the key range and its splits (key_range.hpp), the page addresser for every
 // cache layout (kv_rows.hpp, against the host's own reading of each layout, cache_address), and
-// the row finish with its one sink fold (row_finish.hpp, against the definition in double), and
+// the row finish with its one sink fold (row_finish.hpp, against the definition in double), the
+// online softmax's reference max (online_softmax.hpp, against the softmax in double), and
 // the division by the call's divisors as a multiply and a shift (fast_divide.hpp, against /).
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "fast_divide.hpp"
 #include "key_range.hpp"
 #include "kv_rows.hpp"
+#include "online_softmax.hpp"
 #include "row_finish.hpp"
 
 using namespace aiter_compat;
@@ -110,6 +112,94 @@ TEST(KernelBlocks, RowFinishEntersTheSinkOnceInBothUnits) {
   // A NaN among the keys (its sum NaN) stays NaN, as in AITer's kernels.
   EXPECT_TRUE(std::isnan(finish_row<false>(1.f, NAN, 0.5f, 1.f).scale));
   EXPECT_TRUE(std::isnan(finish_row<true>(1.f, NAN, -INFINITY, 1.f).lse));
+}
+
+namespace {
+
+// One row through the tiled kernels' online softmax (tiled_attention.hpp's per-tile step, in
+// float): scores in log2 units, tile by tile, each key with a value; returns the output and the
+// largest probability any tile produced, and counts the tiles that rescaled.
+struct OnlineRow {
+  double out = 0, max_p = 0;
+  int rescales = 0;
+};
+OnlineRow online_row(const std::vector<std::vector<float>>& tiles, const std::vector<std::vector<float>>& values) {
+  float m = -INFINITY, l = 0.f, o = 0.f, max_p = 0.f;
+  int rescales = 0;
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    float mx = -INFINITY;
+    for (float s : tiles[t]) mx = std::fmax(mx, s);
+    const MaxStep step = reference_max_step(m, mx);
+    m = step.m;
+    if (!step.moved) {
+      EXPECT_EQ(step.corr, 1.f);
+    }
+    rescales += step.moved;
+    const float base = exp_base(m);
+    float sum = 0.f, pv = 0.f;
+    for (size_t k = 0; k < tiles[t].size(); ++k) {
+      const float p = std::exp2(tiles[t][k] - base);
+      max_p = std::fmax(max_p, p), sum += p, pv += p * values[t][k];
+    }
+    l = l * step.corr + sum, o = o * step.corr + pv;
+  }
+  const RowFinish fin = finish_row<true>(m, l, -INFINITY, 1.f);
+  return {o * fin.scale, max_p, rescales};
+}
+
+}  // namespace
+
+// Rows whose maxima climb slowly (the reference lags by up to the slack), jump (it moves),
+// start masked (-inf tiles first), or fall: the online result is the softmax's in double, no
+// probability passes 2^kRescaleSlack, and a slow climb rescales only when it passes the slack.
+TEST(KernelBlocks, OnlineSoftmaxAgainstAReferenceMaxIsTheSoftmax) {
+  std::mt19937 rng(testing_support::test_seed());
+  std::normal_distribution<float> n(0.f, 1.f);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int kind = trial % 4, n_tiles = 2 + trial % 30, keys = 1 + trial % 16;
+    std::vector<std::vector<float>> tiles(n_tiles), values(n_tiles);
+    for (int t = 0; t < n_tiles; ++t)
+      for (int k = 0; k < keys; ++k) {
+        float s = 3.f * n(rng);
+        if (kind == 0) s += 0.7f * t;                        // slow climb: 0.7 per tile
+        if (kind == 1 && t == n_tiles / 2) s += 40.f;        // one jump
+        if (kind == 2 && t < n_tiles / 3) s = -INFINITY;     // masked first tiles
+        if (kind == 3) s -= 12.f * t;                        // falling
+        tiles[t].push_back(s), values[t].push_back(n(rng));
+      }
+    double mx = -INFINITY, l = 0, o = 0;
+    for (const auto& tile : tiles)
+      for (float s : tile) mx = std::max(mx, static_cast<double>(s));
+    for (int t = 0; t < n_tiles; ++t)
+      for (int k = 0; k < keys; ++k) {
+        const double p = std::exp2(tiles[t][k] - mx);
+        l += p, o += p * values[t][k];
+      }
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const OnlineRow got = online_row(tiles, values);
+    EXPECT_NEAR(got.out, o / l, 2e-5 * (1 + std::abs(o / l)));
+    EXPECT_LE(got.max_p, std::exp2(kRescaleSlack));
+    if (kind == 0) {
+      EXPECT_LE(got.rescales, 2 + static_cast<int>((0.7f * n_tiles + 20.f) / kRescaleSlack));
+    }
+    if (kind == 3) {
+      EXPECT_EQ(got.rescales, 1);  // the first tile only
+    }
+  }
+  // A row with nothing valid yet moves to its first finite max with corr 0; -inf tiles and NaN
+  // never move it.
+  const MaxStep first = reference_max_step(-INFINITY, 3.f);
+  EXPECT_TRUE(first.moved);
+  EXPECT_EQ(first.m, 3.f);
+  EXPECT_EQ(first.corr, 0.f);
+  EXPECT_FALSE(reference_max_step(-INFINITY, -INFINITY).moved);
+  EXPECT_EQ(exp_base(-INFINITY), 0.f);
+  EXPECT_FALSE(reference_max_step(1.f, NAN).moved);
+  // Inside the slack the reference stays; past it, it moves and the old scale is exp2(m - m_new).
+  EXPECT_FALSE(reference_max_step(1.f, 1.f + kRescaleSlack).moved);
+  const MaxStep past = reference_max_step(1.f, 1.5f + kRescaleSlack);
+  EXPECT_TRUE(past.moved);
+  EXPECT_FLOAT_EQ(past.corr, std::exp2(-0.5f - kRescaleSlack));
 }
 
 namespace {

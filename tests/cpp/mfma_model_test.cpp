@@ -38,10 +38,11 @@
 
 #include "fragment_layouts.hpp"
 #include "kernel_params.h"
-// The kernels' own building blocks, built for the CPU: the block's key range and the row finish
-// (the sink fold) run here as in the kernels.
+// The kernels' own building blocks, built for the CPU: the block's key range, the online
+// softmax's reference max and the row finish (the sink fold) run here as in the kernels.
 #define AC_HOST_MODEL 1
 #include "key_range.hpp"
+#include "online_softmax.hpp"
 #include "row_finish.hpp"
 
 namespace {
@@ -476,10 +477,9 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
         }
         xor_reduce(mx, Map::first_row_mask(), [](float a, float b) { return std::max(a, b); });
         for (int lane = 0; lane < W; ++lane) {
-          const float m_new = std::max(wv.m_run[lane], mx[lane] * scale2);
-          const float m_use = m_new == -INFINITY ? 0.f : m_new;
-          const float corr = std::exp2(wv.m_run[lane] - m_use);
-          wv.m_run[lane] = m_new;
+          const MaxStep step = reference_max_step(wv.m_run[lane], mx[lane] * scale2);
+          const float m_use = exp_base(step.m), corr = step.corr;
+          wv.m_run[lane] = step.m;
           float sum = 0;
           for (int e = 0; e < kElems; ++e) sum += score(lane, e) = std::exp2(std::fma(score(lane, e), scale2, -m_use));
           wv.l_run[lane] = wv.l_run[lane] * corr + sum;
