@@ -108,6 +108,14 @@ struct NvTiles {
   bool bad_page = false;
   uint32_t bad_tiles = 0;
   int32_t next_pages[kLoads];  // block-table entries of the next tile to load
+  // kKv8: where this thread's first row's codes (code_at) and first 16-bit chunk (swizzle) are in
+  // a ring slot, in elements, set once (begin): its other rows are kRowStep further each (they
+  // share row % 8), so a tile's conversion adds the slot's offset alone. Computed per tile, the
+  // two places cost about 27 instructions per thread and tile.
+  uint32_t cvt_codes = 0, cvt_values = 0;
+  static constexpr int kRowsApart = kThreads / kSlots;  // row(tid, i + 1) - row(tid, i)
+  static constexpr int kRowStep = (kWarpgroup ? 64 : D) * kRowsApart;
+  static_assert(kRowsApart % 8 == 0, "a thread's rows share their swizzle (row % 8) and code_at's half (row % 2)");
 
   AC_DEVICE unsigned char* aligned(unsigned char* smem) {
     // Warpgroup operands: tiles 1024-byte aligned in the shared window (smem_bytes has the room).
@@ -240,27 +248,27 @@ struct NvTiles {
     if (ac_is_fnuz(c.p.kv_type)) convert_codes<true>(tid, it);
     else convert_codes<false>(tid, it);
   }
-  template <bool kFnuz> AC_MEMBER void convert_codes(int tid, int32_t it) {
+  template <bool kFnuz> AC_MEMBER void convert_codes(int /*tid*/, int32_t it) {
     constexpr bool fnuz = kFnuz;
-    const int stage = it % S.stages;
+    const uint32_t slot = (it % S.stages) * S.block_n * D;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int r = row(tid, i), ch = chunk(tid);
+      const uint32_t codes_at = slot + cvt_codes + i * kRowStep, values_at = slot + cvt_values + i * kRowStep;
       ac_u32x4 codes[2];
 #pragma unroll
-      for (int kv = 0; kv < 2; ++kv)
-        codes[kv] = *reinterpret_cast<const ac_u32x4*>((kv ? v_s : k_s) + stage * S.block_n * D + code_at(r, ch / 2));
+      for (int kv = 0; kv < 2; ++kv) codes[kv] = *reinterpret_cast<const ac_u32x4*>((kv ? v_s : k_s) + codes_at);
       ac_syncwarp();
 #pragma unroll
       for (int kv = 0; kv < 2; ++kv) {
-        uint16_t* tile = (kv ? v_s : k_s) + stage * S.block_n * D;
+        uint16_t* tile = kv ? v_s : k_s;
         ac_u32x4 a, b;
         ac_e4m3x4_to_16bit<T>(codes[kv].x, fnuz, a.x, a.y);
         ac_e4m3x4_to_16bit<T>(codes[kv].y, fnuz, a.z, a.w);
         ac_e4m3x4_to_16bit<T>(codes[kv].z, fnuz, b.x, b.y);
         ac_e4m3x4_to_16bit<T>(codes[kv].w, fnuz, b.z, b.w);
-        *reinterpret_cast<ac_u32x4*>(tile + swizzle(r, ch, S.block_n)) = a;
-        *reinterpret_cast<ac_u32x4*>(tile + swizzle(r, ch + 1, S.block_n)) = b;
+        // The row's chunks ch and ch + 1 (ch even): their swizzled places differ in bit 3 alone.
+        *reinterpret_cast<ac_u32x4*>(tile + values_at) = a;
+        *reinterpret_cast<ac_u32x4*>(tile + (values_at ^ 8u)) = b;
       }
     }
   }
@@ -287,6 +295,11 @@ struct NvTiles {
   // Fragment-load addresses. Every fragment row is a multiple of 8 plus lane % 8, so the
   // swizzle of chunk 2k (+ a lane bit) is (2k) ^ a per-thread constant: one base per operand.
   AC_MEMBER void begin(int warp_m, int warp_n, int lane) {
+    if constexpr (kKv8) {
+      const int tid = ac_thread_x();
+      cvt_codes = code_at(row(tid, 0), chunk(tid) / 2);
+      cvt_values = swizzle(row(tid, 0), chunk(tid), S.block_n);
+    }
     constexpr uint32_t kRowBytes = D * 2;
     swz_a = ((lane >> 4) ^ (lane & 7)), swz_b = (((lane >> 3) & 1) ^ (lane & 7));
     q_rows = ac_smem_addr(q_s) + ((warp_m * S.m_tiles) * 16 + lane % 16) * kRowBytes;
