@@ -55,6 +55,9 @@ concept TileMma = requires(A a, typename A::Scores& s, typename A::Out& o, int32
   a.begin(i, i, i);
   a.scores(s, t, i);
   a.accumulate(o, s, t, i);
+  // true: the softmax rescales the output only where a row's reference max moved past the slack
+  // (online_softmax.hpp); false: the running max itself, a rescale in every tile.
+  requires A::kSkipsRescale == true || A::kSkipsRescale == false;
 };
 
 template <class A>

@@ -2,14 +2,15 @@
 // reference max moves. Also built for the host model (AC_HOST_MODEL: kernel_blocks_test.cpp
 // checks it against the softmax in double, mfma_model_test.cpp runs it in the MFMA model).
 //
-// A row keeps a reference max m (log2 units) and accumulates exp2(s - m) for its scores s. The
-// reference moves to a tile's max only when that max passes it by more than kRescaleSlack: the
-// probabilities are then at most 2^kRescaleSlack, and the row's output and sum keep their scale,
-// so the rescale of the output (a multiply per accumulator, and an exponential) runs only in the
-// tiles where some row of the warp moved, mostly the first. Every use of m after the loop (the
-// combination across warps and splits, the sink) takes it as the reference it is, not as the
-// true max, so the result is the same but for rounding. (FlashAttention 4's conditional
-// rescaling; its threshold is 8 too.)
+// A row keeps a reference max m (log2 units) and accumulates exp2(s - m) for its scores s. With
+// the slack (kSlack, NVIDIA's tiles: their kSkipsRescale) the reference moves to a tile's max only
+// when that max passes it by more than kRescaleSlack: the probabilities are then at most
+// 2^kRescaleSlack, and the row's output and sum keep their scale, so the rescale of the output (a
+// multiply per accumulator) runs only in the tiles where some row of the warp moved, mostly the
+// first. Every use of m after the loop (the combination across warps and splits, the sink) takes
+// it as the reference it is, not as the true max, so the result is the same but for rounding.
+// (FlashAttention 4's conditional rescaling; its threshold is 8 too.) Without the slack (AMD's
+// tiles, tiles_amd.hpp says why) m is the running max and every tile rescales.
 #pragma once
 
 #include "portability.hpp"
@@ -29,7 +30,12 @@ struct MaxStep {
 // is masked, NaN when a score is) is m_tile. A row with nothing valid yet (m_run -inf) moves to
 // the first finite max with corr 0 (its output and sum are 0 anyway); NaN never moves it (a NaN
 // score still reaches the output through its probability).
+template <bool kSlack = true>
 AC_INLINE AC_DEVICE MaxStep reference_max_step(float m_run, float m_tile) {
+  if constexpr (!kSlack) {  // the running max itself, and a rescale in every tile
+    const float m = fmaxf(m_run, m_tile);
+    return {m, ac_exp2(m_run - (m == -AC_INFINITY ? 0.f : m)), true};
+  }
   const bool move = m_tile > m_run + kRescaleSlack;
   return {move ? m_tile : m_run, move ? ac_exp2(m_run - m_tile) : 1.f, move};
 }

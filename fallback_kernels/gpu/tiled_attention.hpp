@@ -174,7 +174,8 @@ struct TiledAttention : TileContext {
       }
 
       // Online softmax per row, over the lanes that hold its keys, against each row's reference
-      // max (online_softmax.hpp): the output is rescaled only where some row of the warp moved.
+      // max (online_softmax.hpp): where the arch skips rescales (kSkipsRescale), the output is
+      // rescaled only in tiles where some row of the warp moved its reference.
       float corr[A::kRowSlots];
       bool moved = false;
 #pragma unroll
@@ -183,7 +184,7 @@ struct TiledAttention : TileContext {
 #pragma unroll
         for (int e = 0; e < A::kScoreElems; e += 2)  // pairs share a row on every arch
           if (tiles.score_slot(e) == slot) mx = fmaxf(mx, fmaxf(tiles.at(sc, e), tiles.at(sc, e + 1)));
-        const MaxStep step = reference_max_step(m_run[slot], tiles.row_max(mx) * scale2);
+        const MaxStep step = reference_max_step<A::kSkipsRescale>(m_run[slot], tiles.row_max(mx) * scale2);
         m_run[slot] = step.m, corr[slot] = step.corr;
         moved = moved || step.moved;
         const float m_use = exp_base(m_run[slot]);
@@ -196,7 +197,7 @@ struct TiledAttention : TileContext {
           }
         l_run[slot] = l_run[slot] * corr[slot] + sum;
       }
-      if (ac_warp_any(moved)) {
+      if (!A::kSkipsRescale || ac_warp_any(moved)) {
 #pragma unroll
         for (int e = 0; e < A::kOutElems; ++e) tiles.at(o, e) *= corr[tiles.out_slot(e)];
       }

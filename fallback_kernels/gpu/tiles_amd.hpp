@@ -28,6 +28,11 @@ namespace {
 // chunk's 16-bit values on their way to LDS (store()).
 template <typename T, ac_tiled_shape S, bool kPaged, bool kKv8>
 struct AmdTiles {
+  // The running max itself, and a rescale in every tile (online_softmax.hpp): skipping it cost
+  // registers, and with them a wave per SIMD, in kernels the launcher takes by default (gfx950's
+  // paged bf16 decode at head dim 128, gfx90a's paged f16 prefill at 64), to save multiplies in
+  // a decode that HBM bounds 20-30 times over (bench/amd_roofline.py).
+  static constexpr bool kSkipsRescale = false;
   static constexpr int N = S.tile_rows;  // the instruction's M = N: MFMA 32 ("rows") or 16 ("keys"); WMMA 16
   using L = AmdLayout<N>;
   using Map = ac_layout::AmdTileMaps<L, S.block_n / S.warps_n, S.row_pitch(), S.v_pitch(), S.lds_swizzle()>;

@@ -123,13 +123,14 @@ struct OnlineRow {
   double out = 0, max_p = 0;
   int rescales = 0;
 };
+template <bool kSlack>
 OnlineRow online_row(const std::vector<std::vector<float>>& tiles, const std::vector<std::vector<float>>& values) {
   float m = -INFINITY, l = 0.f, o = 0.f, max_p = 0.f;
   int rescales = 0;
   for (size_t t = 0; t < tiles.size(); ++t) {
     float mx = -INFINITY;
     for (float s : tiles[t]) mx = std::fmax(mx, s);
-    const MaxStep step = reference_max_step(m, mx);
+    const MaxStep step = reference_max_step<kSlack>(m, mx);
     m = step.m;
     if (!step.moved) {
       EXPECT_EQ(step.corr, 1.f);
@@ -150,8 +151,9 @@ OnlineRow online_row(const std::vector<std::vector<float>>& tiles, const std::ve
 }  // namespace
 
 // Rows whose maxima climb slowly (the reference lags by up to the slack), jump (it moves),
-// start masked (-inf tiles first), or fall: the online result is the softmax's in double, no
-// probability passes 2^kRescaleSlack, and a slow climb rescales only when it passes the slack.
+// start masked (-inf tiles first), or fall: the online result is the softmax's in double with the
+// slack (NVIDIA's tiles) and without (the running max: AMD's), no probability passes
+// 2^kRescaleSlack, and a slow climb rescales only when it passes the slack.
 TEST(KernelBlocks, OnlineSoftmaxAgainstAReferenceMaxIsTheSoftmax) {
   std::mt19937 rng(testing_support::test_seed());
   std::normal_distribution<float> n(0.f, 1.f);
@@ -176,9 +178,11 @@ TEST(KernelBlocks, OnlineSoftmaxAgainstAReferenceMaxIsTheSoftmax) {
         l += p, o += p * values[t][k];
       }
     SCOPED_TRACE("trial " + std::to_string(trial));
-    const OnlineRow got = online_row(tiles, values);
+    const OnlineRow got = online_row<true>(tiles, values), running = online_row<false>(tiles, values);
     EXPECT_NEAR(got.out, o / l, 2e-5 * (1 + std::abs(o / l)));
+    EXPECT_NEAR(running.out, o / l, 2e-5 * (1 + std::abs(o / l)));
     EXPECT_LE(got.max_p, std::exp2(kRescaleSlack));
+    EXPECT_LE(running.max_p, 1.f);  // the running max itself (AMD's tiles)
     if (kind == 0) {
       EXPECT_LE(got.rescales, 2 + static_cast<int>((0.7f * n_tiles + 20.f) / kRescaleSlack));
     }
@@ -200,6 +204,13 @@ TEST(KernelBlocks, OnlineSoftmaxAgainstAReferenceMaxIsTheSoftmax) {
   const MaxStep past = reference_max_step(1.f, 1.5f + kRescaleSlack);
   EXPECT_TRUE(past.moved);
   EXPECT_FLOAT_EQ(past.corr, std::exp2(-0.5f - kRescaleSlack));
+  // Without the slack: the running max, a rescale (by 1 when the max stays) in every tile.
+  const MaxStep up = reference_max_step<false>(1.f, 2.f), stay = reference_max_step<false>(2.f, 1.f);
+  EXPECT_EQ(up.m, 2.f);
+  EXPECT_FLOAT_EQ(up.corr, 0.5f);
+  EXPECT_EQ(stay.m, 2.f);
+  EXPECT_EQ(stay.corr, 1.f);
+  EXPECT_EQ(reference_max_step<false>(-INFINITY, -INFINITY).m, -INFINITY);
 }
 
 namespace {

@@ -39,7 +39,8 @@
 #include "fragment_layouts.hpp"
 #include "kernel_params.h"
 // The kernels' own building blocks, built for the CPU: the block's key range, the online
-// softmax's reference max and the row finish (the sink fold) run here as in the kernels.
+// softmax's running max (AMD's tiles rescale in every tile) and the row finish (the sink fold)
+// run here as in the kernels.
 #define AC_HOST_MODEL 1
 #include "key_range.hpp"
 #include "online_softmax.hpp"
@@ -477,7 +478,7 @@ std::vector<float> run_tiles(const Problem& pb, const Data& x, float scale) {
         }
         xor_reduce(mx, Map::first_row_mask(), [](float a, float b) { return std::max(a, b); });
         for (int lane = 0; lane < W; ++lane) {
-          const MaxStep step = reference_max_step(wv.m_run[lane], mx[lane] * scale2);
+          const MaxStep step = reference_max_step<false>(wv.m_run[lane], mx[lane] * scale2);  // AmdTiles::kSkipsRescale
           const float m_use = exp_base(step.m), corr = step.corr;
           wv.m_run[lane] = step.m;
           float sum = 0;
