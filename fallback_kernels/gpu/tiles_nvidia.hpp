@@ -247,11 +247,11 @@ struct NvTiles {
   // for fnuz), it put a branch beside every conversion and the portable code between them (H100,
   // ncu: a third more branches than the 16-bit kernel, and 17% of the warps' stalls waiting for
   // instructions to be fetched).
-  AC_MEMBER void convert_own(const TileContext& c, int tid, int32_t it) {
-    if (ac_is_fnuz(c.p.kv_type)) convert_codes<true>(tid, it);
-    else convert_codes<false>(tid, it);
+  AC_MEMBER void convert_own(const TileContext& c, int32_t it) {
+    if (ac_is_fnuz(c.p.kv_type)) convert_codes<true>(it);
+    else convert_codes<false>(it);
   }
-  template <bool kFnuz> AC_MEMBER void convert_codes(int /*tid*/, int32_t it) {
+  template <bool kFnuz> AC_MEMBER void convert_codes(int32_t it) {
     constexpr bool fnuz = kFnuz;
     const uint32_t slot = (it % S.stages) * S.block_n * D;
 #pragma unroll
@@ -279,7 +279,7 @@ struct NvTiles {
   // Tile `it` landed for every thread (and ring slot (it - 1) % stages is free again).
   AC_MEMBER void ready(const TileContext& c, int tid, int32_t it) {
     ac_copy_wait<S.stages - 2>();
-    if constexpr (kKv8) convert_own(c, tid, it);
+    if constexpr (kKv8) convert_own(c, it);
 #if AC_HAS_WARPGROUP_MMA
     if constexpr (kWarpgroup) ac_fence_async_smem();  // the tensor cores read what cp.async wrote
 #endif
