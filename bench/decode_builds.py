@@ -6,8 +6,8 @@ AITER_COMPAT_PYTHONPATH; the runs' medians are then comparable because the card,
 the inputs are the same. Our kernel only: paged cache (block 16), GPT-OSS heads (64 query, 8 KV,
 head dim 64), sinks on, one CUDA graph per KV copy replayed in rotation, each replay queued
 behind a spin kernel (aiter_compat.bench: the same inputs as gpu_attention.py's decode cases),
-median of 60. Prefill (`--prefill`): gpu_attention.py's quick prefill cases, varlen causal or
-window 128, GPT-OSS heads, sinks on, timed eagerly (aiter_compat.bench.prefill_case). Peers and
+median of 60. Prefill (`--prefill`): gpu_attention.py's quick prefill cases (causal and window 128
+at head dims 64 and 128, causal at 256), GPT-OSS heads, sinks on, timed eagerly (aiter_compat.bench.prefill_case). Peers and
 ceilings are gpu_attention.py's; this script is the quick A/B.
 
     bench/decode_builds.py TAG [--json OUT] [--only REGEX] [--prefill]
@@ -35,12 +35,9 @@ def decode_time(batch, ctx, window, kv):
     return B.timed(B.graph_replay(calls(sinks)), reps=60)
 
 
-# (head dim, batch, sequence length, window): the quick table's prefill cases
-PREFILL = [(64, 4, 4096, (-1, -1)), (128, 4, 4096, (-1, -1)), (64, 4, 4096, (127, 0)), (128, 4, 4096, (127, 0))]
-
-
-def prefill_name(d, batch, seqlen, window):
-    return f"prefill d{d} {batch}x{seqlen // 1024}k {'win128' if window[0] >= 0 else 'causal'}"
+# (head dim, batch, sequence length, window): the quick table's prefill cases (aiter_compat.bench's)
+PREFILL = [(d, batch, seqlen, window) for d in B.PREFILL_DIMS for batch, seqlen in B.prefill_shapes(True, d)
+           for window in B.prefill_windows(d)]
 
 
 def main():
@@ -60,7 +57,7 @@ def main():
         rows.append({"case": name, "us": t * 1e6})
         print(f"{args.tag:6s} {name:22s} {t * 1e6:8.1f} us", flush=True)
     for d, batch, seqlen, window in PREFILL if args.prefill else []:
-        name = prefill_name(d, batch, seqlen, window)
+        name = B.prefill_name(d, batch, seqlen, window)
         if args.only and not re.search(args.only, name):
             continue
         t, _, flops = B.prefill_case(batch, seqlen, d, window)

@@ -8,9 +8,10 @@
 //   split_pages  AITer's 5-D caches and pa_decode_gluon's value cache: the same pages, the slot
 //                dimension split in x-wide chunks (kernel_params.h, ac_split).
 // A sequence's page table is a row of block_table or its CSR run of kv_page_indices: entries from
-// table_row, bt_col apart (paged_keys reads where they start and how many keys there are). A loader that fetches a tile ahead reads the tile's pages first
-// (page()) and places its rows when they are needed (at()). An entry outside the cache is not ok:
-// nothing is read for its keys, which the kernels mask. Model: FlashAttention's hopper/paged_kv.h.
+// table_row, bt_col apart (paged_keys reads where they start and how many keys there are). A
+// loader that fetches a tile ahead reads the tile's pages first (page()) and places its rows when
+// they are needed (at()). An entry outside the cache is not ok: nothing is read for its keys,
+// which the kernels mask. Model: FlashAttention's hopper/paged_kv.h.
 // Also built for the host model (AC_HOST_MODEL: tests/cpp/kernel_blocks_test.cpp).
 #pragma once
 

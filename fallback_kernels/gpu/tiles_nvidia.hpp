@@ -167,7 +167,7 @@ struct NvTiles {
   // This thread's rows of a tile (row(i), i < kLoads) and the first of the two 16-byte chunks it
   // copies of each (chunk()): every row of a thread starts at the same chunk (kThreads is a
   // multiple of kSlots), so a row's addresses differ from its neighbour's by its page alone.
-  AC_DEVICE int row(int tid, int i) { return tid / kSlots + i * (kThreads / kSlots); }
+  AC_DEVICE int row(int tid, int i) { return tid / kSlots + i * kRowsApart; }
   AC_DEVICE int chunk(int tid) { return (tid % kSlots) * 2; }
 
   // Block-table entries of this thread's rows of keys [j0, j0 + block_n), read one tile ahead
