@@ -61,7 +61,12 @@ struct ac_tiled_shape {
   int tile_rows = 16; // query rows of one m-tile: 16 (mma.sync, MFMA 16x16x16, WMMA) or 32 (MFMA 32x32x8)
   int amd = 0;        // 1: the MFMA tiles (K and V rows padded in LDS, Q in registers); 2: the WMMA tiles (V^T in LDS);
                       // 3: the MFMA tiles packed (below)
-  constexpr int threads() const { return warps_m * warps_n * lanes; }
+  // Warps that only load (the warpgroup shape on sm_90a: a producer warpgroup copies Q, K and V
+  // into the ring and signals each stage through shared-memory barriers, while the computing
+  // warps issue the next tile's scores before the current softmax); 0: every warp loads its share.
+  int producer_warps = 0;
+  constexpr int threads() const { return (warps_m * warps_n + producer_warps) * lanes; }
+  constexpr int compute_threads() const { return warps_m * warps_n * lanes; }
   // AMD: the waves per SIMD the registers must leave room for (four SIMDs per CU or WGP).
   constexpr int waves_per_simd() const { return blocks_per_sm * threads() / (4 * lanes); }
   constexpr int block_m() const { return warps_m * m_tiles * tile_rows; }
@@ -108,9 +113,19 @@ struct ac_tiled_shape {
   // 1,683 us with the division); every other kernel keeps the multiply-shift (its setup is what a
   // short window's block spends its time on).
   constexpr bool plain_row_divide() const { return warpgroup && head_dim == 64; }
+  // With a producer: past the sinks, each stage's "landed" and "free" barriers (8 bytes each) and
+  // one byte per producer warp saying whether the stage's tile met a block-table entry outside
+  // the cache.
+  constexpr int stage_sync_offset() const { return sink_offset() + block_m() * 4; }
+  // How many tiles the producer's announcements may trail its newest copies (tiles_nvidia.hpp,
+  // produce): the computing warps free a stage only once the next tile has landed (its scores are
+  // issued beside the stage's P V), so tile a - stages + 1 must be announced before the producer
+  // waits for tile a - stages's stage to be free (producer_ring_test.cpp plays the protocol out).
+  constexpr int announce_lag() const { return stages - 2; }
+  constexpr int stage_sync_bytes() const { return producer_warps ? stages * (16 + 4) : 0; }
   constexpr int smem_bytes() const {
     // Warpgroup operands need 1024-byte-aligned tiles: room to align the start.
-    const int bytes = sink_offset() + block_m() * 4 + (warpgroup ? 1024 : 0);
+    const int bytes = stage_sync_offset() + stage_sync_bytes() + (warpgroup ? 1024 : 0);
     return packed() && loop_bytes() > bytes ? loop_bytes() : bytes;
   }
   // The split merge folded into the last split block of each m-tile (tiled_attention.hpp,
@@ -132,6 +147,15 @@ constexpr ac_tiled_shape ac_tiled_rows_shape(int head_dim) {
 }
 constexpr ac_tiled_shape ac_tiled_wgmma_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{8, 1, 1, 64, 3, 64, 2, 1} : ac_tiled_shape{8, 1, 1, 64, 2, 128, 2, 1};
+}
+// Its producer twin (AITER_COMPAT_WGMMA_PRODUCER=1, launch.cpp; not the default until timed
+// against it): one block per SM, two computing warpgroups of 64 rows and a producer warpgroup, a
+// ring of four stages (head dim 64: 128-key tiles, 144 KiB; 128: 64-key tiles, 160 KiB), the
+// computing warps' registers (232 a thread, stage_barriers.hpp) holding the next tile's scores
+// beside the current tile's probabilities and the output.
+constexpr ac_tiled_shape ac_tiled_wgmma_producer_shape(int head_dim) {
+  return head_dim == 64 ? ac_tiled_shape{8, 1, 1, 128, 4, 64, 1, 1, 32, 16, 0, 4}
+                        : ac_tiled_shape{8, 1, 1, 64, 4, 128, 1, 1, 32, 16, 0, 4};
 }
 constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{1, 1, 4, 64, 3, 64, 4} : ac_tiled_shape{1, 1, 4, 64, 3, 128, 2};

@@ -42,6 +42,11 @@ namespace {
 template <typename T, bool kF16> struct TileType { using type = T; };
 template <typename T> struct TileType<T, true> { using type = F16; };
 
+// The probabilities of the tile before, in flight into the output: the overlapping tiles' own type
+// (tiles_nvidia.hpp), nothing for the others.
+template <typename A, bool kOverlaps> struct PendingProbabilities { struct type {}; };
+template <typename A> struct PendingProbabilities<A, true> { using type = typename A::Probabilities; };
+
 // kKv8: the KV cache (and q, and out, as the call says) in fp8, the tiles in T (or f16, above);
 // T is the family's type: q's when q is 16-bit, and out's when out is. kFold: the split merge
 // folded into the last split block of each m-tile (fold_splits; the "keys" shapes that have room
@@ -56,7 +61,9 @@ struct TiledAttention : TileContext {
   static_assert(TileMma<A>, "the arch's matrix products (arch_contract.hpp)");
   static_assert(TileEpilogue<A>, "the arch's epilogue start (arch_contract.hpp)");
   static constexpr int D = S.head_dim;
-  static constexpr int kThreads = S.threads();
+  static constexpr int kThreads = S.compute_threads();  // the threads that compute (all but a producer's)
+  static constexpr bool kProducer = S.producer_warps > 0;  // a producer warpgroup loads (run)
+  static_assert(!kProducer || !kFold, "the fold's barriers are the whole block's");
   static constexpr int kBlockM = S.block_m();
   static constexpr bool kPlain = S.plain_row_divide();  // the row token by a plain division (kernel_params.h)
   static constexpr int kChunks = D / 8;  // 16-byte chunks of an output row
@@ -72,6 +79,34 @@ struct TiledAttention : TileContext {
   AC_MEMBER float row_sink(int r) const {
     const int32_t flat = row0 + r;
     return flat < rows_total ? ac_sink(p, kh * group + ac_row_head<kPlain>(p, flat)) : -AC_INFINITY;
+  }
+
+  // The computing threads' barrier: the whole block's unless a producer warpgroup has its own loop.
+  AC_MEMBER static void sync_compute() {
+#if defined(AC_NVIDIA) && AC_HAS_MATRIX_OPS
+    if constexpr (kProducer) {
+      ac_compute_sync<kThreads>();
+      return;
+    }
+#endif
+    ac_sync();
+  }
+
+  // The producer warpgroup's m-tile: its loads alone, of run's keys; it meets the computing warps
+  // at the stages' start and again at the m-tile's last barrier (run).
+  AC_MEMBER void load_m_tile(int32_t m_tile, int32_t split) {
+    A tiles;
+    tiles.setup(smem);
+    row0 = m_tile * kBlockM;
+    const int32_t last_row = (row0 + kBlockM < rows_total ? row0 + kBlockM : rows_total) - 1;
+    const KeySpan keys = block_keys(KeyRange{p, seq.q_len, seq.k_len}, ac_row_token<kPlain>(p, row0),
+                                    ac_row_token<kPlain>(p, last_row), split, p.num_splits, S.block_n);
+    k_begin = keys.begin;
+    k_end = keys.end;
+    const int32_t n_tiles = k_begin < k_end ? (k_end - k_begin + S.block_n - 1) / S.block_n : 0;
+    tiles.start_stages(ac_thread_x());
+    tiles.produce(*this, ac_thread_x() - kThreads, n_tiles);
+    ac_sync();
   }
 
   AC_MEMBER void run(int32_t m_tile, int32_t split) {
@@ -103,6 +138,9 @@ struct TiledAttention : TileContext {
     k_end = keys.end;
     const int32_t n_tiles = k_begin < k_end ? (k_end - k_begin + S.block_n - 1) / S.block_n : 0;
     const KeySpan unmasked = unmasked_keys(range, t_first, t_last, k_end);
+    // With a producer warpgroup (the threads past kThreads, load_m_tile) the stages' barriers are
+    // set for the m-tile first.
+    if constexpr (kProducer) tiles.start_stages(tid);
 
     // This thread's rows and the keys each may see.
     int32_t row_lo[A::kRowSlots], row_hi[A::kRowSlots];
@@ -114,7 +152,7 @@ struct TiledAttention : TileContext {
       row_hi[slot] = ok ? range.hi(ac_row_token<kPlain>(p, flat)) : 0;
     }
 
-    tiles.prologue(*this, tid, n_tiles);
+    if constexpr (!kProducer) tiles.prologue(*this, tid, n_tiles);
     // The epilogue (past at least one barrier) reads the sinks from shared memory instead of
     // waiting on memory at the end.
     // (The packed tiles' sinks go where the K and V tiles are: they wait in a register until the
@@ -140,6 +178,12 @@ struct TiledAttention : TileContext {
     float scale2 = p.softcap > 0.f ? 1.f : qk * kLog2e;
     tiles.begin(warp_m, warp_n, lane);
 
+    // With a producer warpgroup the products overlap the softmax (FlashAttention 3's
+    // intra-warpgroup overlap): tile it's scores and tile it - 1's P V are issued together, the
+    // scores waited for and softmaxed while P V runs, and the output rescaled once P V is in (it
+    // then holds tile it - 1's keys at the reference max they were weighted against, which the
+    // rescale moves to tile it's). pr: the probabilities of the tile before, packed as P V's operand.
+    [[maybe_unused]] typename PendingProbabilities<A, kProducer>::type pr;
     for (int32_t it = 0; it < n_tiles; ++it) {
       tiles.ready(*this, tid, it);
       if (it == 0) {
@@ -150,7 +194,18 @@ struct TiledAttention : TileContext {
       const int32_t j0 = k_begin + it * S.block_n;
 
       typename A::Scores sc;
-      tiles.scores(sc, it, lane);
+      if constexpr (kProducer) {
+        // The overlap (run's comment): tile it's scores issued, then tile it - 1's P V beside them.
+        // The first tile's empty group keeps the waits' counts the same on every path: ptxas
+        // then sees the output waited for before every read of it (a wait on one path alone made
+        // it wait after every product, C7514).
+        tiles.issue_scores(sc, it);
+        if (it > 0) tiles.issue_accumulate(o, pr, it - 1);
+        else tiles.no_accumulate();
+        tiles.template wait_scores<1>(sc);
+      } else {
+        tiles.scores(sc, it, lane);
+      }
       if (p.softcap > 0.f) {
         const float inv = qk / p.softcap, cap2 = p.softcap * kLog2e;
 #pragma unroll
@@ -197,13 +252,28 @@ struct TiledAttention : TileContext {
           }
         l_run[slot] = l_run[slot] * corr[slot] + sum;
       }
+      if constexpr (kProducer) {  // tile it - 1's P V is in: its stage is free, and the output may be rescaled
+        tiles.wait_accumulate(o);
+        if (it > 0) tiles.done_with(*this, tid, it - 1, n_tiles);
+      }
       if (!A::kSkipsRescale || ac_warp_any(moved)) {
 #pragma unroll
         for (int e = 0; e < A::kOutElems; ++e) tiles.at(o, e) *= corr[tiles.out_slot(e)];
       }
 
-      tiles.accumulate(o, sc, it, lane);
-      tiles.done_with(*this, tid, it, n_tiles);
+      if constexpr (kProducer) {
+        tiles.probabilities(pr, sc);
+      } else {
+        tiles.accumulate(o, sc, it, lane);
+        tiles.done_with(*this, tid, it, n_tiles);
+      }
+    }
+    if constexpr (kProducer) {
+      if (n_tiles > 0) {
+        tiles.issue_accumulate(o, pr, n_tiles - 1);
+        tiles.wait_accumulate(o);
+        tiles.done_with(*this, tid, n_tiles - 1, n_tiles);
+      }
     }
 
     tiles.drain();
@@ -362,7 +432,7 @@ struct TiledAttention : TileContext {
     }
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
-      if (pass > 0) ac_sync();  // the previous pass's reads are done
+      if (pass > 0) sync_compute();  // the previous pass's reads are done
 #pragma unroll
       for (int slot = 0; slot < A::kRowSlots; ++slot) {
         const int r = warp_n * kBlockM + tiles.slot_row(warp_m, lane, slot);
@@ -377,7 +447,7 @@ struct TiledAttention : TileContext {
           if (tiles.slot_writer(lane)) m_s[r] = m_run[slot], l_s[r] = l;
         }
       }
-      ac_sync();
+      sync_compute();
       for (int x = tid; x < kBlockM * kPassChunks; x += kThreads) {
         const int r = x / kPassChunks, c = pass * kPassChunks + x % kPassChunks, flat = row0 + r;
         if (flat >= rows_total) continue;
@@ -430,7 +500,22 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   const Sequence seq = sequence_at(p, b);
   Block a{{p, seq, kh, group, seq.q_len * group, 0, 0, 0, page_shift_of(p)}, smem, qk_scale, v_scale};
   const int32_t m_tiles = (a.rows_total + Block::kBlockM - 1) / Block::kBlockM;
-  for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.run(m_tiles - 1 - i, split);
+#if defined(AC_NVIDIA) && AC_HAS_WARPGROUP_MMA
+  if constexpr (Block::kProducer) {
+    // Each role's loop over the m-tiles is its own code, given its own registers: the producer's
+    // loads need few, the computing warps take the rest (stage_barriers.hpp).
+    if (ac_thread_x() >= Block::kThreads) {
+      ac_registers_at_most<kProducerRegisters>();
+      for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.load_m_tile(m_tiles - 1 - i, split);
+    } else {
+      ac_registers_at_least<kComputeRegisters>();
+      for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.run(m_tiles - 1 - i, split);
+    }
+  } else
+#endif
+  {
+    for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.run(m_tiles - 1 - i, split);
+  }
 }
 
 }  // namespace
@@ -486,6 +571,8 @@ AC_TILED_KERNELS(keys, ac_tiled_keys_shape)
 AC_TILED_KERNELS_OF(keys_fold, ac_tiled_keys_shape, true)
 #if AC_HAS_WARPGROUP_MMA
 AC_TILED_KERNELS(wgmma, ac_tiled_wgmma_shape)
+// Their producer twins (kernel_params.h, ac_tiled_wgmma_producer_shape), taken only where asked for.
+AC_TILED_KERNELS(wgmma_producer, ac_tiled_wgmma_producer_shape)
 #endif
 #elif defined(__gfx1250__)
 AC_TILED_KERNELS(rows, ac_tiled_rows_shape_gfx1250)

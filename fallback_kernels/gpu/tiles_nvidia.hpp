@@ -9,6 +9,7 @@
 #include "kernel_common.hpp"
 #include "kv_rows.hpp"
 #include "matrix_ops.hpp"
+#include "stage_barriers.hpp"
 #include "tile_context.hpp"
 #include "warpgroup_ops.hpp"
 
@@ -25,7 +26,10 @@ struct NvTiles {
   using L = ac_layout::Mma16x8;
   static constexpr int D = S.head_dim;
   static constexpr int kLanes = 32;
-  static constexpr int kThreads = S.threads();
+  // The threads that copy: the producer warpgroup's where the shape has one, else every thread.
+  static constexpr bool kProducer = S.producer_warps > 0;
+  static constexpr int kThreads = kProducer ? S.producer_warps * 32 : S.threads();
+  static constexpr int kComputeThreads = S.compute_threads();
   static constexpr int kBlockM = S.block_m();
   static constexpr int kWarpKeys = S.block_n / S.warps_n;  // keys of a tile each warp takes
   static constexpr int kKeyTiles = kWarpKeys / 8;          // 8-key score fragments per warp
@@ -43,6 +47,8 @@ struct NvTiles {
   static constexpr bool kEarlySinks = kQInRegisters && kBlockM <= kThreads;
   static constexpr bool kWarpgroup = S.warpgroup != 0;
   static_assert(!kWarpgroup || (S.warps_m % 4 == 0 && S.m_tiles == 1 && S.warps_n == 1), "warpgroup shape");
+  // (Its computing warps overlap the products with the softmax: tiled_attention.hpp, run_overlapped.)
+  static_assert(!kProducer || (kWarpgroup && S.producer_warps == 4 && S.stages >= 2), "a producer warpgroup feeds warpgroup tiles");
   static constexpr bool kDirectStore = false;  // the epilogue combines the warps in shared memory
   // The output is rescaled only where a row's reference max moved (online_softmax.hpp): the
   // multiplies it saves are a sixth of a prefill tile's instructions at head dim 128.
@@ -103,6 +109,11 @@ struct NvTiles {
   uint16_t* v_s;
   uint8_t* valid_s;
   float* sink_s;  // [block_m]: the sink of each row's head (log2 units), -inf without sinks
+  // With a producer: each stage's barriers (stage_barriers.hpp) and its producer warps' flags
+  // (1: the tile met a block-table entry outside the cache), one byte per warp.
+  uint64_t* landed_s;
+  uint64_t* free_s;
+  uint8_t* bad_s;
   // Fragment-load addresses (shared-memory offsets) and the Q fragments kept in registers.
   uint32_t q_rows, k_rows, v_rows, swz_a, swz_b;
   uint32_t a_q[kQInRegisters ? D / 16 : 1][4];
@@ -131,6 +142,9 @@ struct NvTiles {
     v_s = k_s + S.stages * S.block_n * D;
     valid_s = reinterpret_cast<uint8_t*>(v_s + S.stages * S.block_n * D);
     sink_s = reinterpret_cast<float*>(base + S.sink_offset());
+    landed_s = reinterpret_cast<uint64_t*>(base + S.stage_sync_offset());
+    free_s = landed_s + S.stages;
+    bad_s = reinterpret_cast<uint8_t*>(free_s + S.stages);
   }
 
   AC_MEMBER void load_q(const TileContext& c, int tid) {
@@ -278,6 +292,10 @@ struct NvTiles {
 
   // Tile `it` landed for every thread (and ring slot (it - 1) % stages is free again).
   AC_MEMBER void ready(const TileContext& c, int tid, int32_t it) {
+    if constexpr (kProducer) {  // the producer's arrivals (stage_barriers.hpp)
+      ac_stage_wait(landed_s + it % S.stages, (it / S.stages) & 1);
+      return;
+    }
     ac_copy_wait<S.stages - 2>();
     if constexpr (kKv8) convert_own(c, it);
 #if AC_HAS_WARPGROUP_MMA
@@ -293,12 +311,15 @@ struct NvTiles {
     }
   }
   // Whether tile `it` holds a block-table entry outside the cache, so that it must be masked.
-  AC_MEMBER bool pages_masked(int32_t it) const { return kPaged && (bad_tiles >> (it & 31) & 1u); }
+  AC_MEMBER bool pages_masked(int32_t it) const {
+    if constexpr (kProducer) return kPaged && *reinterpret_cast<const uint32_t*>(bad_s + (it % S.stages) * 4) != 0u;
+    return kPaged && (bad_tiles >> (it & 31) & 1u);
+  }
 
   // Fragment-load addresses. Every fragment row is a multiple of 8 plus lane % 8, so the
   // swizzle of chunk 2k (+ a lane bit) is (2k) ^ a per-thread constant: one base per operand.
   AC_MEMBER void begin(int warp_m, int warp_n, int lane) {
-    if constexpr (kKv8) {
+    if constexpr (kKv8 && !kProducer) {
       const int tid = ac_thread_x();
       cvt_codes = code_at(row(tid, 0), chunk(tid) / 2);
       cvt_values = swizzle(row(tid, 0), chunk(tid), S.block_n);
@@ -340,12 +361,73 @@ struct NvTiles {
 
   // The copies of tile it + stages - 1, and the page lookups of the one after.
   AC_MEMBER void issue_next(const TileContext& c, int tid, int32_t it, int32_t n_tiles) {
+    if constexpr (kProducer) return;  // the producer's
     const int32_t ahead = it + S.stages - 1;
     if (ahead < n_tiles) bad_page = load_keys(c, tid, c.k_begin + ahead * S.block_n, ahead % S.stages, next_pages);
     ac_copy_commit();
     if (ahead + 1 < n_tiles) lookup_pages(c, tid, c.k_begin + (ahead + 1) * S.block_n, next_pages);
   }
-  AC_MEMBER void done_with(const TileContext&, int, int32_t, int32_t) {}  // the ring frees slots at the next wait
+  // The ring frees slots at the next wait; with a producer, each computing warp frees the stage
+  // once its products have read it (their wait is past) and every lane is done with its flags.
+  AC_MEMBER void done_with(const TileContext&, int tid, int32_t it, int32_t) {
+    if constexpr (kProducer) {
+      ac_syncwarp();
+      if (tid % 32 == 0) ac_stage_arrive(free_s + it % S.stages);
+    }
+  }
+
+  // The producer's stages for this m-tile: their barriers set afresh (the block's previous m-tile
+  // is past its last barrier), before any thread uses them.
+  AC_MEMBER void start_stages(int tid) {
+    if (tid == 0) {
+      for (int st = 0; st < S.stages; ++st) {
+        ac_stage_init(landed_s + st, kThreads);
+        ac_stage_init(free_s + st, kComputeThreads / 32);
+      }
+    }
+    ac_sync();
+  }
+
+  // The producer warpgroup's loop (thread ptid of kThreads): Q, then each tile into its ring stage
+  // once the computing warps freed it, the tile announced once this thread's copies of it landed
+  // (converted first, over an fp8 cache), at most stages - 2 tiles behind the newest copies: the
+  // computing warps free a tile only once the next one is in (its scores are issued beside the
+  // tile's P V), so tile a - stages + 1 must be announced before the wait for tile a - stages.
+  // Nothing at all without tiles: Q's copies would land in the epilogue's buffer.
+  static constexpr int kLag = S.announce_lag();
+  AC_MEMBER void produce(const TileContext& c, int ptid, int32_t n_tiles) {
+    if (n_tiles == 0) return;
+    if constexpr (kKv8) {  // this thread's places in a stage (begin's, for the copying thread)
+      cvt_codes = code_at(row(ptid, 0), chunk(ptid) / 2);
+      cvt_values = swizzle(row(ptid, 0), chunk(ptid), S.block_n);
+    }
+    load_q(c, ptid);
+    ac_copy_commit();
+    lookup_pages(c, ptid, c.k_begin, next_pages);
+    for (int32_t a = 0; a < n_tiles; ++a) {
+      const int st = a % S.stages;
+      if (a >= S.stages) ac_stage_wait(free_s + st, (a / S.stages - 1) & 1);
+      const bool bad = load_keys(c, ptid, c.k_begin + a * S.block_n, st, next_pages);
+      ac_copy_commit();
+      if (a + 1 < n_tiles) lookup_pages(c, ptid, c.k_begin + (a + 1) * S.block_n, next_pages);
+      if (kPaged) {
+        const bool any = ac_warp_any(bad);
+        if (ptid % 32 == 0) bad_s[st * 4 + ptid / 32] = any;
+      }
+      if (a >= kLag) announce<kLag>(c, a - kLag);
+    }
+    for (int32_t t = n_tiles > kLag ? n_tiles - kLag : 0; t < n_tiles; ++t) announce<0>(c, t);
+  }
+  // Tile t landed for this thread (at most `pending` newer copy groups in flight): converted,
+  // made visible to the tensor cores' reads, and announced.
+  template <int pending> AC_MEMBER void announce(const TileContext& c, int32_t t) {
+    ac_copy_wait<pending>();
+    if constexpr (kKv8) convert_own(c, t);
+#if AC_HAS_WARPGROUP_MMA
+    ac_fence_async_smem();
+#endif
+    ac_stage_arrive(landed_s + t % S.stages);
+  }
   AC_MEMBER const uint8_t* valid_keys(int32_t it) const { return valid_s + (it % S.stages) * S.block_n; }
   AC_MEMBER float* epilogue_buffer() const { return reinterpret_cast<float*>(q_s); }
 
@@ -360,7 +442,8 @@ struct NvTiles {
   }
 
 #if AC_HAS_WARPGROUP_MMA
-  // Scores of warpgroup `wg`'s 64 rows against the key tile in ring slot `stage`, waited for.
+  // Scores of warpgroup `wg`'s 64 rows against the key tile in ring slot `stage`, issued as one
+  // group (not waited for).
   AC_MEMBER void warpgroup_scores(float (&sc)[kKeyTiles][4], int wg, int stage) {
     constexpr uint32_t kQPanel = kBlockM * 128, kKPanel = S.block_n * 128;
     const uint32_t q_base = ac_smem_addr(q_s) + wg * 64 * 128;
@@ -374,23 +457,37 @@ struct NvTiles {
                                                   ac_smem_desc(k_base + (kd / 4) * kKPanel + step, 16, 1024), kd > 0);
     }
     ac_wg_commit();
-    ac_wg_wait<0>();
-    ac_pin(sc);
   }
-  // o += P V for the key tile in ring slot `stage` (P: the softmaxed scores), waited for.
-  AC_MEMBER void warpgroup_accumulate(float (&o)[kChunks][4], const float (&pr)[kKeyTiles][4], int stage) {
+  // o += P V for the key tile in ring slot `stage` (P packed: probabilities()), issued as one group.
+  AC_MEMBER void warpgroup_accumulate(float (&o)[kChunks][4], const uint32_t (&pa)[S.block_n / 16][4], int stage) {
     const uint32_t v_base = ac_smem_addr(v_s) + stage * S.block_n * D * 2;
-    uint32_t pa[S.block_n / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < S.block_n / 16; ++kk) pack_probabilities(pr, kk, pa[kk]);
     ac_pin(o);
     ac_wg_fence();
 #pragma unroll
     for (int kk = 0; kk < S.block_n / 16; ++kk)
       WarpgroupOps<T>::template mma_rs<D>(o, pa[kk], ac_smem_desc(v_base + kk * 16 * 128, S.block_n * 128, 1024));
     ac_wg_commit();
+  }
+
+  // The overlapped mainloop's steps (tiled_attention.hpp, run_overlapped): a tile's softmaxed
+  // scores packed as the products' A operand, the scores of tile `it` and the products of the
+  // probabilities of an earlier tile issued without waiting, and the waits for them (the older
+  // group first: the scores when both are in flight).
+  struct Probabilities { uint32_t a[S.block_n / 16][4]; };
+  AC_MEMBER void probabilities(Probabilities& pr, Scores& s) {
+#pragma unroll
+    for (int kk = 0; kk < S.block_n / 16; ++kk) pack_probabilities(s.v[0], kk, pr.a[kk]);
+  }
+  AC_MEMBER void issue_scores(Scores& s, int32_t it) { warpgroup_scores(s.v[0], ac_thread_x() / 128, it % S.stages); }
+  AC_MEMBER void issue_accumulate(Out& o, const Probabilities& pr, int32_t it) { warpgroup_accumulate(o.v[0], pr.a, it % S.stages); }
+  AC_MEMBER void no_accumulate() { ac_wg_commit(); }  // an empty group in its place
+  template <int pending> AC_MEMBER void wait_scores(Scores& s) {
+    ac_wg_wait<pending>();
+    ac_pin(s.v[0]);
+  }
+  AC_MEMBER void wait_accumulate(Out& o) {
     ac_wg_wait<0>();
-    ac_pin(o);
+    ac_pin(o.v[0]);
   }
 #endif
 
@@ -403,6 +500,7 @@ struct NvTiles {
     if constexpr (kWarpgroup) {
 #if AC_HAS_WARPGROUP_MMA
       warpgroup_scores(sc[0], ac_thread_x() / 128, stage);
+      wait_scores<0>(s);
 #endif
     } else {
       const uint32_t ks = k_rows + stage * S.block_n * kRowBytes;
@@ -446,7 +544,10 @@ struct NvTiles {
     auto& sc = s.v;
     if constexpr (kWarpgroup) {
 #if AC_HAS_WARPGROUP_MMA
-      warpgroup_accumulate(o[0], sc[0], stage);
+      Probabilities pr;
+      probabilities(pr, s);
+      warpgroup_accumulate(o[0], pr.a, stage);
+      wait_accumulate(out);
 #endif
     } else {
       constexpr uint32_t kRowBytes = D * 2;
@@ -470,10 +571,16 @@ struct NvTiles {
     }
   }
 
-  // Every copy landed and every warp is past the loop: the key ring may be reused.
+  // Every copy landed and every warp is past the loop: the key ring may be reused. With a
+  // producer, every copy of the m-tile landed before its last tile was announced, and the
+  // producer waits at the block's barrier after the epilogue: the computing warps meet alone.
   AC_MEMBER void drain() {
-    ac_copy_wait<0>();
-    ac_sync();
+    if constexpr (kProducer) {
+      ac_compute_sync<kComputeThreads>();
+    } else {
+      ac_copy_wait<0>();
+      ac_sync();
+    }
   }
 
 };

@@ -199,8 +199,10 @@ bool KernelRow::built_for(const std::string& arch) const {
   return std::any_of(arch_prefixes.begin(), arch_prefixes.end(), [&](const std::string& a) { return arch.rfind(a, 0) == 0; });
 }
 
-std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim, bool fold) {
-  const char* shape = id == KernelId::tiled_keys ? (fold ? "keys_fold" : "keys") : id == KernelId::tiled_wgmma ? "wgmma" : "rows";
+std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim, bool twin) {
+  const char* shape = id == KernelId::tiled_keys    ? (twin ? "keys_fold" : "keys")
+                      : id == KernelId::tiled_wgmma ? (twin ? "wgmma_producer" : "wgmma")
+                                                    : "rows";
   return std::string("ac_tiled_") + shape + (paged ? "_paged_" : "_") + dtype_suffix(dtype) + "_d" +
          std::to_string(head_dim);
 }

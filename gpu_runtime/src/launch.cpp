@@ -22,6 +22,7 @@ struct LoadedModule {
   std::string arch;
   int multiprocessors = 0;
   bool dependent_merge = false;  // the arch can take the split merge as a programmatic dependent (sm_90 on)
+  bool wgmma_producer = false;   // the warpgroup slots hold the producer twins (wgmma_producer_asked)
   void* zero_counts = nullptr;    // the folded merge's counters zeroed (ac_zero_counts)
   void* attention[AC_KTYPES] = {};   // [family type] (AC_DTYPE_F32..BF16, AC_KTYPE_*_KV8)
   void* attention_split[AC_KTYPES] = {};  // the same over caches in split layouts (kv_layout 1)
@@ -55,6 +56,11 @@ bool flag_set(const char* name) {
   return v && *v && std::string(v) != "0";
 }
 bool wgmma_disabled() { return flag_set("AITER_COMPAT_NO_WGMMA"); }
+
+// The shape a module's kernel of that row runs with (its twin's where it holds the twin).
+ac_tiled_shape module_shape(KernelId id, int head_dim, const std::string& arch, bool wgmma_producer) {
+  return id == KernelId::tiled_wgmma && wgmma_producer ? ac_tiled_wgmma_producer_shape(head_dim) : tiled_shape(id, head_dim, arch);
+}
 
 // Where a tiled split decode is merged: AITER_COMPAT_SPLIT_MERGE=fold folds the merge into each
 // KV head's last split block (the "keys" kernels' keys_fold twins on NVIDIA and CDNA), =kernel
@@ -119,6 +125,7 @@ const LoadedModule& module_for(Vendor v, int device) {
   m.split_rows = find("ac_split_rows");
   m.zero_counts = find("ac_zero_counts");
   const bool wgmma = !wgmma_disabled(), tiled = switched_off(KernelId::tiled_rows, m.arch).empty();
+  m.wgmma_producer = wgmma && wgmma_producer_asked();
   for (int t : {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_F16_KV8, AC_KTYPE_BF16_KV8}) {
     m.attention[t] = find(std::string("ac_attention_") + dtype_suffix(t));
     m.attention_split[t] = find(std::string("ac_attention_split_") + dtype_suffix(t));
@@ -133,7 +140,9 @@ const LoadedModule& module_for(Vendor v, int device) {
           if ((id == KernelId::tiled_wgmma && !wgmma) || !tiled) continue;
           void* fn = find(tiled_kernel_name(id, paged, t, dim));
           if (!fn) continue;
-          allow_dynamic_shared(v, fn, tiled_shape(id, dim, m.arch).smem_bytes());
+          if (id == KernelId::tiled_wgmma && m.wgmma_producer)  // the twin of a kernel the code object holds
+            fn = module_function(v, module, tiled_kernel_name(id, paged, t, dim, true).c_str());
+          allow_dynamic_shared(v, fn, module_shape(id, dim, m.arch, m.wgmma_producer).smem_bytes());
           m.tiled[shape_index(id)][paged][t][di] = fn;
           if (id != KernelId::tiled_keys || !builds_folded_keys(m.arch)) continue;
           void* folded = find(tiled_kernel_name(id, paged, t, dim, true));
@@ -224,7 +233,7 @@ Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
   }
   if (k.id == KernelId::tiled_keys || k.id == KernelId::tiled_wgmma || k.id == KernelId::tiled_rows) {
     // All query rows of a sequence's KV head (tokens x heads of the group) in tiles.
-    const ac_tiled_shape s = tiled_shape(k.id, p.head_dim, m.arch);
+    const ac_tiled_shape s = module_shape(k.id, p.head_dim, m.arch, m.wgmma_producer);
     k.grid_x = static_cast<unsigned>(std::min<int64_t>((std::max<int64_t>(c.max_rows, 1) + s.block_m() - 1) / s.block_m(), INT32_MAX));
     k.grid_y = p.hk;
     k.grid_z = p.batch;
@@ -286,6 +295,12 @@ LaunchPlan plan_attention(const AttentionLaunch& c) {
   const Plan k = checked_plan(c, module_for(c.vendor, c.device));
   return {k.id, k.splits};
 }
+
+// AITER_COMPAT_WGMMA_PRODUCER=1 puts the warpgroup kernels' producer twins in their place (a
+// producer warpgroup feeding a ring through shared-memory barriers, the products overlapping the
+// softmax: docs/kernel-notes.md, version 19); read when a module loads. Not the default until it
+// has been timed against them on a GPU.
+bool wgmma_producer_asked() { return flag_set("AITER_COMPAT_WGMMA_PRODUCER"); }
 
 bool split_merge_folded() {
   const char* v = std::getenv("AITER_COMPAT_SPLIT_MERGE");

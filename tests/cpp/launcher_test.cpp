@@ -229,20 +229,27 @@ TEST(Launcher, TiledKernelsTakeStridesThatFitThirtyTwoBits) {
   EXPECT_STREQ(fake.launch(0)->name, "ac_decode_bf16_d64");
 }
 
-// Runs twice: as discovered (the warpgroup kernels) and as its own ctest entry with
-// AITER_COMPAT_NO_WGMMA=1 (the mma.sync "rows" kernels, 128 threads).
+// Runs three times: as discovered (the warpgroup kernels), and as ctest entries of their own with
+// AITER_COMPAT_NO_WGMMA=1 (the mma.sync "rows" kernels, 128 threads) and with
+// AITER_COMPAT_WGMMA_PRODUCER=1 (the warpgroup kernels' producer twins: 384 threads, their ring's
+// shared memory).
 TEST(Launcher, PrefillKernelFollowsNoWgmma) {
   if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
-  const char* env = std::getenv("AITER_COMPAT_NO_WGMMA");
-  const bool mma_sync = env && *env && std::string(env) != "0";
+  auto flag = [](const char* name) {
+    const char* env = std::getenv(name);
+    return env && *env && std::string(env) != "0";
+  };
+  const bool mma_sync = flag("AITER_COMPAT_NO_WGMMA"), producer = !mma_sync && flag("AITER_COMPAT_WGMMA_PRODUCER");
   Fake fake;
   fake.reset();
   DecodeCase extend(4, 4096, DType::f16);
   extend.args.uniform_queries = false;
   extend.args.max_seqlen_q = 300;
   run_gpu(extend.args, nullptr);
-  EXPECT_STREQ(fake.launch(0)->name, mma_sync ? "ac_tiled_rows_paged_f16_d64" : "ac_tiled_wgmma_paged_f16_d64");
-  EXPECT_EQ(fake.launch(0)->block[0], mma_sync ? 128u : 256u);
+  EXPECT_STREQ(fake.launch(0)->name, mma_sync   ? "ac_tiled_rows_paged_f16_d64"
+                                     : producer ? "ac_tiled_wgmma_producer_paged_f16_d64"
+                                                : "ac_tiled_wgmma_paged_f16_d64");
+  EXPECT_EQ(fake.launch(0)->block[0], mma_sync ? 128u : producer ? 384u : 256u);
   EXPECT_EQ(fake.launch(0)->grid[0], 19u);  // 128-row tiles either way
 }
 

@@ -762,7 +762,8 @@ TEST(MfmaModel, SharedMemoryRegionsOfEveryShapeFit) {
       {"nvidia rows d64", ac_tiled_rows_shape(64)}, {"nvidia rows d128", ac_tiled_rows_shape(128)},
       {"nvidia rows d256", ac_tiled_rows_shape(256)}, {"nvidia keys d64", ac_tiled_keys_shape(64)},
       {"nvidia keys d128", ac_tiled_keys_shape(128)}, {"nvidia wgmma d64", ac_tiled_wgmma_shape(64)},
-      {"nvidia wgmma d128", ac_tiled_wgmma_shape(128)}, {"amd rows d64", ac_tiled_rows_shape_amd(64)},
+      {"nvidia wgmma d128", ac_tiled_wgmma_shape(128)}, {"nvidia wgmma producer d64", ac_tiled_wgmma_producer_shape(64)},
+      {"nvidia wgmma producer d128", ac_tiled_wgmma_producer_shape(128)}, {"amd rows d64", ac_tiled_rows_shape_amd(64)},
       {"amd rows d128", ac_tiled_rows_shape_amd(128)}, {"amd rows d256", ac_tiled_rows_shape_amd(256)},
       {"amd keys d64", ac_tiled_keys_shape_amd(64)}, {"amd keys d128 (packed)", ac_tiled_keys_shape_amd(128)},
       {"gfx950 keys d128", ac_tiled_keys_shape_gfx950(128)}, {"rdna rows d64", ac_tiled_rows_shape_rdna(64)},
@@ -777,7 +778,16 @@ TEST(MfmaModel, SharedMemoryRegionsOfEveryShapeFit) {
     EXPECT_LE(s.epilogue_bytes(), s.sink_offset()) << "the sinks overlap the epilogue buffer";
     if (!s.packed()) EXPECT_LE(s.loop_bytes(), s.sink_offset()) << "the sinks overlap the live K and V tiles";
     EXPECT_EQ(s.head_dim % (8 * s.epilogue_passes()), 0) << "an epilogue pass splits a 16-byte chunk";
+    if (s.producer_warps > 0) {  // the stages' barriers: past the sinks, 8-byte aligned, inside the request
+      EXPECT_GE(s.stage_sync_offset(), sinks_end);
+      EXPECT_EQ(s.stage_sync_offset() % 8, 0);
+      EXPECT_LE(s.stage_sync_offset() + s.stage_sync_bytes() + (s.warpgroup ? 1024 : 0), s.smem_bytes());
+      EXPECT_LE(s.smem_bytes(), 227 * 1024) << "one block of an sm_90 SM at most";
+      EXPECT_EQ(s.threads(), s.compute_threads() + 32 * s.producer_warps);
+    }
   }
+  EXPECT_EQ(ac_tiled_wgmma_producer_shape(128).producer_warps, 4);
+  EXPECT_EQ(ac_tiled_wgmma_shape(128).producer_warps, 0);
   EXPECT_TRUE(ac_tiled_keys_shape_amd(128).packed());
   EXPECT_LE(ac_tiled_keys_shape_amd(128).smem_bytes(), 32 * 1024);
   EXPECT_GT(ac_tiled_keys_shape_gfx950(128).smem_bytes(), 32 * 1024);  // padded: one block per 64 KiB

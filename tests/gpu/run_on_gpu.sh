@@ -8,7 +8,7 @@
 #   kernels); SANITIZERS="memcheck racecheck" by default, each run with the merge kernel and again
 #   with the folded split merge (SANITIZE_FOLD=0: the first alone); TESTS=0 skips the test runs (and the
 #   C API check, tests/gpu/capi_gpu_check.c); MMA_SYNC=0 skips the prefill cases' second run on
-#   the mma.sync kernels; TEST_TIMEOUT (seconds, 480) bounds the suite; GPU_TESTS (default tests/gpu)
+#   the mma.sync kernels, PRODUCER=0 their run on the warpgroup kernels' producer twins; TEST_TIMEOUT (seconds, 480) bounds the suite; GPU_TESTS (default tests/gpu)
 #   names the test files to run, when the whole suite does not fit one run. bench/eager_overhead.py and
 #   bench/fp8_row_width.py run with the timings.
 set -uo pipefail
@@ -63,6 +63,14 @@ if [ "${TESTS:-1}" != 0 ]; then
     echo "prefill cases again on the mma.sync rows kernels (AITER_COMPAT_NO_WGMMA=1):"
     AITER_COMPAT_NO_WGMMA=1 timeout 200 "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} -k "(varlen or extend or underestimated or flash_attn_func or softcap or descales or batch_prefill or triton) and not grid" \
       2>&1 | tee "$OUT/gpu_tests_mma_sync.log" | tail -5
+    [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
+  fi
+  # The prefill cases again on the warpgroup kernels' producer twins (opt-in until timed on a GPU:
+  # docs/kernel-notes.md, version 19). PRODUCER=0 skips them.
+  if [ "${PRODUCER:-1}" != 0 ] && grep -q "ac_tiled_wgmma_producer" "$OUT/sass_summary.txt" 2>/dev/null; then
+    echo "prefill cases again on the producer twins (AITER_COMPAT_WGMMA_PRODUCER=1):"
+    AITER_COMPAT_WGMMA_PRODUCER=1 timeout 200 "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} -k "(varlen or extend or underestimated or flash_attn_func or softcap or descales or batch_prefill or triton) and not grid" \
+      2>&1 | tee "$OUT/gpu_tests_producer.log" | tail -5
     [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
   fi
   # The split-KV cases again with the merge folded into the "keys" split kernels (opt-in until it

@@ -97,9 +97,11 @@ bool is_rdna_wmma_arch(const std::string& arch);
 // router asks once per call shape, the launcher once per module load).
 std::string switched_off(KernelId id, const std::string& arch);
 ac_tiled_shape tiled_shape(KernelId id, int head_dim, const std::string& arch);
-// fold: the "keys" kernel with the split merge folded in (ac_tiled_keys_fold_*, NVIDIA and CDNA:
-// kernels of their own, so that every other decode runs without the fold's code).
-std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim, bool fold = false);
+// twin: the kernel's opt-in twin, built beside it: for "keys", the kernel with the split merge
+// folded in (ac_tiled_keys_fold_*, NVIDIA and CDNA: kernels of their own, so that every other
+// decode runs without the fold's code); for "wgmma", the producer warpgroup's kernel
+// (ac_tiled_wgmma_producer_*, sm_90: kernel_params.h, ac_tiled_wgmma_producer_shape).
+std::string tiled_kernel_name(KernelId id, bool paged, int dtype, int head_dim, bool twin = false);
 bool builds_folded_keys(const std::string& arch);  // NVIDIA and CDNA (the WMMA tiles keep the merge kernel)
 const char* dtype_suffix(int dtype);  // "f32", "f16", "bf16", "f16_kv8", "bf16_kv8"
 bool kv8_type(int ktype);             // a family type over an fp8 KV cache (AC_KTYPE_*_KV8)

@@ -66,6 +66,9 @@ void force_row(std::optional<KernelId> row);
 // Whether tiled split decodes fold their merge into the last split block (AITER_COMPAT_SPLIT_MERGE,
 // read at each call): a cached self-test verdict holds for the mode it was measured in.
 bool split_merge_folded();
+// Whether AITER_COMPAT_WGMMA_PRODUCER asks for the warpgroup kernels' producer twins (launch.cpp):
+// a self-test verdict of the tiled_wgmma family holds for the kernels it ran.
+bool wgmma_producer_asked();
 
 // Names the code object built for `arch` (its size and a hash of its bytes; "" when none is
 // built): a cached self-test verdict holds for this build of the kernels only.

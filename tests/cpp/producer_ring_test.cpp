@@ -1,0 +1,108 @@
+// The producer warpgroup's ring protocol (tiles_nvidia.hpp, produce; tiled_attention.hpp, the
+// overlapped mainloop), played out on the host in the order the kernels issue it, for every tile
+// count a call can give a ring: the producer waits for a stage to be free (tile a - stages), copies
+// tile a, and announces tiles announce_lag() behind; the computing warps wait for tile it to land
+// and free tile it - 1 once its P V is in (the next tile's scores go out beside it), and the last
+// tile after the loop. Nothing can make a GPU's shared-memory barriers wait forever that this
+// model does not: each side blocks exactly where the kernel waits. It also checks the barriers'
+// parities: a side never waits on a phase that the other side could complete twice before it
+// looks (a parity names only the phase it waits for or the one before).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kernel_params.h"
+
+namespace {
+
+struct Outcome {
+  bool finished = false;
+  std::string problem;  // a stage reused early, or a phase completed twice before its wait
+};
+
+Outcome play(int n_tiles, int stages, int lag) {
+  // The producer's steps: wait free(a - stages), copy a, announce a - lag; then the rest announced.
+  enum Kind { kWaitFree, kCopy, kAnnounce };
+  struct Step { Kind kind; int tile; };
+  std::vector<Step> producer;
+  for (int a = 0; a < n_tiles; ++a) {
+    if (a >= stages) producer.push_back({kWaitFree, a - stages});
+    producer.push_back({kCopy, a});
+    if (a >= lag) producer.push_back({kAnnounce, a - lag});
+  }
+  for (int t = n_tiles > lag ? n_tiles - lag : 0; t < n_tiles; ++t) producer.push_back({kAnnounce, t});
+  // The computing warps' steps: wait landed(it), then free it - 1 (tile it's scores and tile
+  // it - 1's P V in flight together); the last tile freed after the loop.
+  enum CKind { kWaitLanded, kFree };
+  struct CStep { CKind kind; int tile; };
+  std::vector<CStep> consumer;
+  for (int it = 0; it < n_tiles; ++it) {
+    consumer.push_back({kWaitLanded, it});
+    if (it > 0) consumer.push_back({kFree, it - 1});
+  }
+  if (n_tiles > 0) consumer.push_back({kFree, n_tiles - 1});
+
+  std::vector<bool> announced(n_tiles, false), freed(n_tiles, false), seen(n_tiles, false), free_waited(n_tiles, false);
+  size_t pc = 0, cc = 0;
+  Outcome out;
+  for (;;) {
+    bool moved = false;
+    if (pc < producer.size()) {
+      const Step s = producer[pc];
+      if (s.kind == kWaitFree) {
+        if (freed[s.tile]) free_waited[s.tile] = true, ++pc, moved = true;
+      } else if (s.kind == kCopy) {
+        // Stage a % stages holds tile a - stages until the warps freed it.
+        if (s.tile >= stages && !freed[s.tile - stages]) return {false, "tile " + std::to_string(s.tile) + " copied over a stage in use"};
+        ++pc, moved = true;
+      } else {
+        // landed(t % stages) completes its phase t / stages; the warps must have seen the phase before.
+        if (s.tile >= stages && !seen[s.tile - stages])
+          return {false, "tile " + std::to_string(s.tile) + " announced before tile " + std::to_string(s.tile - stages) + " was seen"};
+        announced[s.tile] = true, ++pc, moved = true;
+      }
+    }
+    if (cc < consumer.size()) {
+      const CStep s = consumer[cc];
+      if (s.kind == kWaitLanded) {
+        if (announced[s.tile]) seen[s.tile] = true, ++cc, moved = true;
+      } else {
+        // free(t % stages) completes its phase t / stages; the producer waits for the one before, if at all.
+        const int before = s.tile - stages;
+        if (before >= 0 && before + stages < n_tiles && !free_waited[before])
+          return {false, "tile " + std::to_string(s.tile) + " freed before the wait for tile " + std::to_string(before)};
+        freed[s.tile] = true, ++cc, moved = true;
+      }
+    }
+    if (pc == producer.size() && cc == consumer.size()) return {true, ""};
+    if (!moved) return {false, "both sides wait: producer at step " + std::to_string(pc) + ", warps at step " + std::to_string(cc)};
+  }
+}
+
+TEST(ProducerRing, EveryTileCountFinishesWithTheShapesLag) {
+  for (int d : {64, 128}) {
+    const ac_tiled_shape s = ac_tiled_wgmma_producer_shape(d);
+    ASSERT_GE(s.announce_lag(), 0);
+    for (int n = 0; n <= 6 * s.stages + 3; ++n) {
+      const Outcome o = play(n, s.stages, s.announce_lag());
+      EXPECT_TRUE(o.finished) << "head dim " << d << ", " << n << " tiles: " << o.problem;
+    }
+  }
+  for (int stages = 2; stages <= 8; ++stages)
+    for (int n = 0; n <= 4 * stages + 3; ++n)
+      EXPECT_TRUE(play(n, stages, ac_tiled_shape{8, 1, 1, 64, stages, 64, 1, 1, 32, 16, 0, 4}.announce_lag()).finished)
+          << stages << " stages, " << n << " tiles";
+}
+
+// The first cut's lag (stages - 1) waits forever once the ring wraps, and only then: the small
+// cases of a self-test (at most `stages` tiles) pass with it.
+TEST(ProducerRing, OneTileMoreLagWaitsForeverOnceTheRingWraps) {
+  const int stages = ac_tiled_wgmma_producer_shape(64).stages;
+  for (int n = 0; n <= stages; ++n) EXPECT_TRUE(play(n, stages, stages - 1).finished) << n << " tiles";
+  const Outcome o = play(stages + 1, stages, stages - 1);
+  EXPECT_FALSE(o.finished);
+  EXPECT_NE(o.problem.find("both sides wait"), std::string::npos) << o.problem;
+}
+
+}  // namespace
