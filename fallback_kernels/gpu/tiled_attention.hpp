@@ -195,7 +195,7 @@ struct TiledAttention : TileContext {
 
       typename A::Scores sc;
       if constexpr (kProducer) {
-        // The overlap (run's comment): tile it's scores issued, then tile it - 1's P V beside them.
+        // The overlap (above): tile it's scores issued, then tile it - 1's P V beside them.
         // The first tile's empty group keeps the waits' counts the same on every path: ptxas
         // then sees the output waited for before every read of it (a wait on one path alone made
         // it wait after every product, C7514).

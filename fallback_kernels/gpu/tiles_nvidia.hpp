@@ -47,7 +47,7 @@ struct NvTiles {
   static constexpr bool kEarlySinks = kQInRegisters && kBlockM <= kThreads;
   static constexpr bool kWarpgroup = S.warpgroup != 0;
   static_assert(!kWarpgroup || (S.warps_m % 4 == 0 && S.m_tiles == 1 && S.warps_n == 1), "warpgroup shape");
-  // (Its computing warps overlap the products with the softmax: tiled_attention.hpp, run_overlapped.)
+  // (Its computing warps overlap the products with the softmax: the mainloop, tiled_attention.hpp.)
   static_assert(!kProducer || (kWarpgroup && S.producer_warps == 4 && S.stages >= 2), "a producer warpgroup feeds warpgroup tiles");
   static constexpr bool kDirectStore = false;  // the epilogue combines the warps in shared memory
   // The output is rescaled only where a row's reference max moved (online_softmax.hpp): the
@@ -469,7 +469,7 @@ struct NvTiles {
     ac_wg_commit();
   }
 
-  // The overlapped mainloop's steps (tiled_attention.hpp, run_overlapped): a tile's softmaxed
+  // The overlapped mainloop's steps (tiled_attention.hpp, with a producer): a tile's softmaxed
   // scores packed as the products' A operand, the scores of tile `it` and the products of the
   // probabilities of an earlier tile issued without waiting, and the waits for them (the older
   // group first: the scores when both are in flight).
