@@ -117,12 +117,12 @@ struct ac_tiled_shape {
   // one byte per producer warp saying whether the stage's tile met a block-table entry outside
   // the cache.
   constexpr int stage_sync_offset() const { return sink_offset() + block_m() * 4; }
+  constexpr int stage_sync_bytes() const { return producer_warps ? stages * (16 + 4) : 0; }
   // How many tiles the producer's announcements may trail its newest copies (tiles_nvidia.hpp,
   // produce): the computing warps free a stage only once the next tile has landed (its scores are
   // issued beside the stage's P V), so tile a - stages + 1 must be announced before the producer
   // waits for tile a - stages's stage to be free (producer_ring_test.cpp plays the protocol out).
   constexpr int announce_lag() const { return stages - 2; }
-  constexpr int stage_sync_bytes() const { return producer_warps ? stages * (16 + 4) : 0; }
   constexpr int smem_bytes() const {
     // Warpgroup operands need 1024-byte-aligned tiles: room to align the start.
     const int bytes = stage_sync_offset() + stage_sync_bytes() + (warpgroup ? 1024 : 0);

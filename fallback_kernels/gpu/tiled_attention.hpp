@@ -93,7 +93,8 @@ struct TiledAttention : TileContext {
   }
 
   // The producer warpgroup's m-tile: its loads alone, of run's keys; it meets the computing warps
-  // at the stages' start and again at the m-tile's last barrier (run).
+  // at the stages' start and again at the m-tile's last barrier (run). The keys are run's lines
+  // written again: run taking them from a shared helper cost gfx942's row kernels SGPR spills.
   AC_MEMBER void load_m_tile(int32_t m_tile, int32_t split) {
     A tiles;
     tiles.setup(smem);

@@ -8,8 +8,9 @@
 #   kernels); SANITIZERS="memcheck racecheck" by default, each run with the merge kernel and again
 #   with the folded split merge (SANITIZE_FOLD=0: the first alone); TESTS=0 skips the test runs (and the
 #   C API check, tests/gpu/capi_gpu_check.c); MMA_SYNC=0 skips the prefill cases' second run on
-#   the mma.sync kernels, PRODUCER=0 their run on the warpgroup kernels' producer twins; TEST_TIMEOUT (seconds, 480) bounds the suite; GPU_TESTS (default tests/gpu)
-#   names the test files to run, when the whole suite does not fit one run. bench/eager_overhead.py and
+#   the mma.sync kernels, PRODUCER=0 their run on the warpgroup kernels' producer twins;
+#   TEST_TIMEOUT (seconds, 480) bounds the suite; GPU_TESTS (default tests/gpu) names the test
+#   files to run, when the whole suite does not fit one run. bench/eager_overhead.py and
 #   bench/fp8_row_width.py run with the timings.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -55,13 +56,15 @@ selftest_rc=${PIPESTATUS[0]}
 export AITER_COMPAT_PYTHONPATH=$PWD/build-gpu/python PYTHONPATH=$PWD/build-gpu/python AITER_COMPAT_LOG_LEVEL=warn
 timeout 120 "$PY" bench/selftest_cost.py --json "$OUT/selftest_cost.json" 2>&1 | tee "$OUT/selftest_cost.txt"
 tests_rc=0
+# The prefill and extend cases (not AITer's grids), run again on the other prefill kernels below.
+prefill_cases="(varlen or extend or underestimated or flash_attn_func or softcap or descales or batch_prefill or triton) and not grid"
 if [ "${TESTS:-1}" != 0 ]; then
   AITER_COMPAT_GPU_SUMMARY=$OUT/gpu_summary.json timeout "${TEST_TIMEOUT:-480}" "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} 2>&1 |
     tee "$OUT/gpu_tests.log" | tail -40
   tests_rc=${PIPESTATUS[0]}
   if [ "${MMA_SYNC:-1}" != 0 ] && grep -q "ac_tiled_wgmma" "$OUT/sass_summary.txt" 2>/dev/null; then
     echo "prefill cases again on the mma.sync rows kernels (AITER_COMPAT_NO_WGMMA=1):"
-    AITER_COMPAT_NO_WGMMA=1 timeout 200 "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} -k "(varlen or extend or underestimated or flash_attn_func or softcap or descales or batch_prefill or triton) and not grid" \
+    AITER_COMPAT_NO_WGMMA=1 timeout 200 "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} -k "$prefill_cases" \
       2>&1 | tee "$OUT/gpu_tests_mma_sync.log" | tail -5
     [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
   fi
@@ -69,7 +72,7 @@ if [ "${TESTS:-1}" != 0 ]; then
   # docs/kernel-notes.md, version 19). PRODUCER=0 skips them.
   if [ "${PRODUCER:-1}" != 0 ] && grep -q "ac_tiled_wgmma_producer" "$OUT/sass_summary.txt" 2>/dev/null; then
     echo "prefill cases again on the producer twins (AITER_COMPAT_WGMMA_PRODUCER=1):"
-    AITER_COMPAT_WGMMA_PRODUCER=1 timeout 200 "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} -k "(varlen or extend or underestimated or flash_attn_func or softcap or descales or batch_prefill or triton) and not grid" \
+    AITER_COMPAT_WGMMA_PRODUCER=1 timeout 200 "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} -k "$prefill_cases" \
       2>&1 | tee "$OUT/gpu_tests_producer.log" | tail -5
     [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
   fi
