@@ -1,10 +1,11 @@
 // Shared-memory barriers between the producer warpgroup and the computing warps of the sm_90a
 // warpgroup tiles (tiles_nvidia.hpp): per ring stage, "landed" (the producer's threads arrive once
-// their copies of the stage's tile are in shared memory) and "free" (each computing warp arrives
-// once its products have read the stage). A waiter names the phase it waits for by its parity: the
-// n-th completion of a barrier (from 0) has parity n % 2. The arrive releases and the wait
-// acquires (PTX's defaults, CTA scope), so the producer's shared-memory writes before its arrive
-// are seen by every thread past the wait. Named barrier 1 joins the computing warps alone
+// the stage's tile is in shared memory: over a 16-bit cache through their copies themselves,
+// ac_stage_arrive_on_copies, and once more after their flag stores) and "free" (each computing warp
+// arrives once its products have read the stage). A waiter names the phase it waits for by its
+// parity: the n-th completion of a barrier (from 0) has parity n % 2. The arrive releases and the
+// wait acquires (PTX's defaults, CTA scope), so the producer's shared-memory writes before its
+// arrive are seen by every thread past the wait. Named barrier 1 joins the computing warps alone
 // (barrier 0, __syncthreads, stays the whole block's).
 #pragma once
 
@@ -18,6 +19,12 @@ AC_DEVICE void ac_stage_init(uint64_t* bar, uint32_t arrivals) {
 }
 AC_DEVICE void ac_stage_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(ac_smem_addr(bar)) : "memory");
+}
+// Arrives on the barrier once every cp.async this thread issued before it has landed, without
+// waiting for them: the thread goes on issuing while its copies are in flight. The barrier's
+// count includes this arrival (noinc). It releases the copies alone, not the thread's stores.
+AC_DEVICE void ac_stage_arrive_on_copies(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(ac_smem_addr(bar)) : "memory");
 }
 // Spins on try_wait (which itself suspends the thread for a while) until phase `parity` completed.
 AC_DEVICE void ac_stage_wait(uint64_t* bar, uint32_t parity) {

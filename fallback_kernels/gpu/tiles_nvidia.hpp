@@ -294,6 +294,10 @@ struct NvTiles {
   AC_MEMBER void ready(const TileContext& c, int tid, int32_t it) {
     if constexpr (kProducer) {  // the producer's arrivals (stage_barriers.hpp)
       ac_stage_wait(landed_s + it % S.stages, (it / S.stages) & 1);
+      // The tensor cores read what the producer's copies (and conversions) wrote. Fenced here,
+      // by threads with no stores of their own in flight: in the producer the fence waited for
+      // its newest copies too (MEMBAR.ALL.CTA before it), a memory round trip in every tile.
+      ac_fence_async_smem();
       return;
     }
     ac_copy_wait<S.stages - 2>();
@@ -381,7 +385,7 @@ struct NvTiles {
   AC_MEMBER void start_stages(int tid) {
     if (tid == 0) {
       for (int st = 0; st < S.stages; ++st) {
-        ac_stage_init(landed_s + st, kThreads);
+        ac_stage_init(landed_s + st, kKv8 ? kThreads : 2 * kThreads);  // produce: each thread's arrivals
         ac_stage_init(free_s + st, kComputeThreads / 32);
       }
     }
@@ -389,43 +393,49 @@ struct NvTiles {
   }
 
   // The producer warpgroup's loop (thread ptid of kThreads): Q, then each tile into its ring stage
-  // once the computing warps freed it, the tile announced once this thread's copies of it landed
-  // (converted first, over an fp8 cache), at most stages - 2 tiles behind the newest copies: the
-  // computing warps free a tile only once the next one is in (its scores are issued beside the
-  // tile's P V), so tile a - stages + 1 must be announced before the wait for tile a - stages.
-  // Nothing at all without tiles: Q's copies would land in the epilogue's buffer.
-  static constexpr int kLag = S.announce_lag();
+  // once the computing warps freed it. Over a 16-bit cache a tile is announced by its copies
+  // landing (ac_stage_arrive_on_copies) and by each thread's arrival after its flag stores: the
+  // producer never waits for its copies, and the whole ring is in flight. Over an fp8 cache each
+  // thread converts its own codes once they landed, so it announces a tile at most stages - 2
+  // tiles behind its newest copies (announce_lag): the computing warps free a tile only once the
+  // next one is in (its scores are issued beside the tile's P V), so tile a - stages + 1 must be
+  // announced before the wait for tile a - stages's stage. Nothing at all without tiles: Q's
+  // copies would land in the epilogue's buffer.
+  static constexpr int kLag = kKv8 ? S.announce_lag() : 0;
   AC_MEMBER void produce(const TileContext& c, int ptid, int32_t n_tiles) {
     if (n_tiles == 0) return;
     if constexpr (kKv8) {  // this thread's places in a stage (begin's, for the copying thread)
       cvt_codes = code_at(row(ptid, 0), chunk(ptid) / 2);
       cvt_values = swizzle(row(ptid, 0), chunk(ptid), S.block_n);
     }
-    load_q(c, ptid);
+    load_q(c, ptid);  // (landed with tile 0: its copies are among the ones tile 0's arrival waits for)
     ac_copy_commit();
     lookup_pages(c, ptid, c.k_begin, next_pages);
     for (int32_t a = 0; a < n_tiles; ++a) {
       const int st = a % S.stages;
       if (a >= S.stages) ac_stage_wait(free_s + st, (a / S.stages - 1) & 1);
       const bool bad = load_keys(c, ptid, c.k_begin + a * S.block_n, st, next_pages);
-      ac_copy_commit();
+      if constexpr (kKv8) ac_copy_commit();
+      else ac_stage_arrive_on_copies(landed_s + st);
       if (a + 1 < n_tiles) lookup_pages(c, ptid, c.k_begin + (a + 1) * S.block_n, next_pages);
       if (kPaged) {
         const bool any = ac_warp_any(bad);
         if (ptid % 32 == 0) bad_s[st * 4 + ptid / 32] = any;
       }
-      if (a >= kLag) announce<kLag>(c, a - kLag);
+      if constexpr (kKv8) {
+        if (a >= kLag) announce<kLag>(c, a - kLag);
+      } else {
+        ac_stage_arrive(landed_s + st);  // the tile's flags (valid keys, bad pages) released
+      }
     }
-    for (int32_t t = n_tiles > kLag ? n_tiles - kLag : 0; t < n_tiles; ++t) announce<0>(c, t);
+    if constexpr (kKv8)
+      for (int32_t t = n_tiles > kLag ? n_tiles - kLag : 0; t < n_tiles; ++t) announce<0>(c, t);
   }
-  // Tile t landed for this thread (at most `pending` newer copy groups in flight): converted,
-  // made visible to the tensor cores' reads, and announced.
+  // Over an fp8 cache: tile t landed for this thread (at most `pending` newer copy groups in
+  // flight), converted, and announced (the computing warps fence for the tensor cores: ready).
   template <int pending> AC_MEMBER void announce(const TileContext& c, int32_t t) {
     ac_copy_wait<pending>();
-    if constexpr (kKv8) convert_own(c, t);
-#if AC_HAS_WARPGROUP_MMA
-    ac_fence_async_smem();
-#endif
+    convert_own(c, t);
     ac_stage_arrive(landed_s + t % S.stages);
   }
   AC_MEMBER const uint8_t* valid_keys(int32_t it) const { return valid_s + (it % S.stages) * S.block_n; }

@@ -1,7 +1,8 @@
 // The producer warpgroup's ring protocol (tiles_nvidia.hpp, produce; tiled_attention.hpp, the
 // overlapped mainloop), played out on the host in the order the kernels issue it, for every tile
 // count a call can give a ring: the producer waits for a stage to be free (tile a - stages), copies
-// tile a, and announces tiles announce_lag() behind; the computing warps wait for tile it to land
+// tile a, and announces tiles announce_lag() behind (over an fp8 cache; over a 16-bit one the
+// copies announce themselves, lag 0); the computing warps wait for tile it to land
 // and free tile it - 1 once its P V is in (the next tile's scores go out beside it), and the last
 // tile after the loop. Nothing can make a GPU's shared-memory barriers wait forever that this
 // model does not: each side blocks exactly where the kernel waits. It also checks the barriers'
@@ -93,6 +94,13 @@ TEST(ProducerRing, EveryTileCountFinishesWithTheShapesLag) {
     for (int n = 0; n <= 4 * stages + 3; ++n)
       EXPECT_TRUE(play(n, stages, ac_tiled_shape{8, 1, 1, 64, stages, 64, 1, 1, 32, 16, 0, 4}.announce_lag()).finished)
           << stages << " stages, " << n << " tiles";
+}
+
+// Over a 16-bit cache the copies announce their tile as they land (cp.async's arrival on the
+// barrier): the producer never waits for them, the protocol with no lag, and it finishes too.
+TEST(ProducerRing, CopiesThatAnnounceThemselvesFinish) {
+  for (int stages = 2; stages <= 8; ++stages)
+    for (int n = 0; n <= 4 * stages + 3; ++n) EXPECT_TRUE(play(n, stages, 0).finished) << stages << " stages, " << n << " tiles";
 }
 
 // The first cut's lag (stages - 1) waits forever once the ring wraps, and only then: the small

@@ -46,6 +46,15 @@ cu_k = torch.tensor([0, 10, 50], dtype=torch.int32, device=dev)
 sinks = torch.randn(8, device=dev)
 check("varlen window 15", aiter_compat.flash_attn_varlen_func, q, k, k, cu_q, cu_k, 33, 40, causal=True,
       sink_ptr=sinks, window_size=(15, 0))
+# Long enough that the warpgroup kernels' stage ring wraps (more than 4 key tiles of 128 at d64
+# and of 64 at d128), with a ragged last tile: run under AITER_COMPAT_WGMMA_PRODUCER=1 too.
+cu_long = torch.tensor([0, 130, 150], dtype=torch.int32, device=dev)
+cu_long_k = torch.tensor([0, 600, 650], dtype=torch.int32, device=dev)
+for d in (64, 128):
+    check(f"varlen d{d} ring wraps", aiter_compat.flash_attn_varlen_func,
+          torch.randn(150, 8, d, dtype=torch.bfloat16, device=dev), *[torch.randn(650, 2, d, dtype=torch.bfloat16,
+                                                                                   device=dev)] * 2,
+          cu_long, cu_long_k, 130, 600, causal=True, sink_ptr=sinks)
 # Head dim 256 on the row tiles: a ragged prefill (partial 64-row and 32-key tiles), and decode
 # rows over a paged cache split across the keys.
 q256 = torch.randn(40, 8, 256, dtype=torch.bfloat16, device=dev)
