@@ -103,8 +103,12 @@ struct ac_tiled_shape {
            (packed() ? 0 : stages * block_n);
   }
   constexpr int epilogue_bytes() const { return amd && warps_n == 1 ? 0 : warps_n * block_m() * (out_stride() + 2) * 4; }
+  // With a producer the epilogue has its own buffer past the tiles': the producer is already
+  // filling them with the block's next m-tile (tiles_nvidia.hpp, produce).
+  constexpr int epilogue_offset() const { return producer_warps ? (loop_bytes() + 15) / 16 * 16 : 0; }
   constexpr int sink_offset() const {
     const int loop = packed() ? 0 : loop_bytes(), epilogue = epilogue_bytes();
+    if (producer_warps) return (epilogue_offset() + epilogue + 15) / 16 * 16;
     return ((loop > epilogue ? loop : epilogue) + 15) / 16 * 16;
   }
   // The row's token by a plain division instead of the launcher's multiply-shift (fast_divide.hpp):
@@ -113,11 +117,11 @@ struct ac_tiled_shape {
   // 1,683 us with the division); every other kernel keeps the multiply-shift (its setup is what a
   // short window's block spends its time on).
   constexpr bool plain_row_divide() const { return warpgroup && head_dim == 64; }
-  // With a producer: past the sinks, each stage's "landed" and "free" barriers (8 bytes each) and
-  // one byte per producer warp saying whether the stage's tile met a block-table entry outside
-  // the cache.
+  // With a producer: past the sinks, each stage's "landed" and "free" barriers (8 bytes each), the
+  // barrier that frees Q's tile (8), and one byte per producer warp and stage saying whether the
+  // stage's tile met a block-table entry outside the cache.
   constexpr int stage_sync_offset() const { return sink_offset() + block_m() * 4; }
-  constexpr int stage_sync_bytes() const { return producer_warps ? stages * (16 + 4) : 0; }
+  constexpr int stage_sync_bytes() const { return producer_warps ? stages * (16 + 4) + 8 : 0; }
   // How many tiles the producer's announcements may trail its newest copies over an fp8 cache,
   // whose codes each producer thread converts once they landed (tiles_nvidia.hpp, produce; over a
   // 16-bit cache the copies announce themselves as they land: no lag): the computing warps free a stage only once the next tile has landed (its scores are
@@ -151,12 +155,13 @@ constexpr ac_tiled_shape ac_tiled_wgmma_shape(int head_dim) {
 }
 // Its producer twin (AITER_COMPAT_WGMMA_PRODUCER=1, launch.cpp; not the default until timed
 // against it): one block per SM, two computing warpgroups of 64 rows and a producer warpgroup, a
-// ring of four stages (head dim 64: 128-key tiles, 144 KiB; 128: 64-key tiles, 160 KiB), the
+// ring that runs on across the block's m-tiles (head dim 64: four stages of 128 keys, 144 KiB;
+// 128: three of 64 keys, 128 KiB), the epilogue's buffer apart from it (35 and 67 KiB), the
 // computing warps' registers (232 a thread, stage_barriers.hpp) holding the next tile's scores
 // beside the current tile's probabilities and the output.
 constexpr ac_tiled_shape ac_tiled_wgmma_producer_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{8, 1, 1, 128, 4, 64, 1, 1, 32, 16, 0, 4}
-                        : ac_tiled_shape{8, 1, 1, 64, 4, 128, 1, 1, 32, 16, 0, 4};
+                        : ac_tiled_shape{8, 1, 1, 64, 3, 128, 1, 1, 32, 16, 0, 4};
 }
 constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{1, 1, 4, 64, 3, 64, 4} : ac_tiled_shape{1, 1, 4, 64, 3, 128, 2};

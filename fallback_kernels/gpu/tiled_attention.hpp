@@ -74,6 +74,9 @@ struct TiledAttention : TileContext {
   // start: their pointers and strides held to the epilogue cost scalar registers (the AMD paged
   // "keys" kernel spilled them, with a scratch slot).
   float qk_scale, v_scale;
+  // With a producer: the tiles the block put through its ring and the m-tiles that had any, so
+  // far (NvTiles' ring0 and q_loads: each role counts its own, the same).
+  uint32_t ring_tiles = 0, ring_m_tiles = 0;
 
   // Row r's sink (natural-log units, as given); -inf past the last row or without sinks.
   AC_MEMBER float row_sink(int r) const {
@@ -92,9 +95,10 @@ struct TiledAttention : TileContext {
     ac_sync();
   }
 
-  // The producer warpgroup's m-tile: its loads alone, of run's keys; it meets the computing warps
-  // at the stages' start and again at the m-tile's last barrier (run). The keys are run's lines
-  // written again: run taking them from a shared helper cost gfx942's row kernels SGPR spills.
+  // The producer warpgroup's m-tile: its loads alone, of run's keys, into the ring where the
+  // block's previous m-tile left it: it meets the computing warps at its barriers alone. The keys
+  // are run's lines written again: run taking them from a shared helper cost gfx942's row
+  // kernels SGPR spills.
   AC_MEMBER void load_m_tile(int32_t m_tile, int32_t split) {
     A tiles;
     tiles.setup(smem);
@@ -105,9 +109,9 @@ struct TiledAttention : TileContext {
     k_begin = keys.begin;
     k_end = keys.end;
     const int32_t n_tiles = k_begin < k_end ? (k_end - k_begin + S.block_n - 1) / S.block_n : 0;
-    tiles.start_stages(ac_thread_x());
+    tiles.ring0 = ring_tiles, tiles.q_loads = ring_m_tiles;
     tiles.produce(*this, ac_thread_x() - kThreads, n_tiles);
-    ac_sync();
+    ring_tiles += n_tiles, ring_m_tiles += n_tiles > 0;
   }
 
   AC_MEMBER void run(int32_t m_tile, int32_t split) {
@@ -139,9 +143,8 @@ struct TiledAttention : TileContext {
     k_end = keys.end;
     const int32_t n_tiles = k_begin < k_end ? (k_end - k_begin + S.block_n - 1) / S.block_n : 0;
     const KeySpan unmasked = unmasked_keys(range, t_first, t_last, k_end);
-    // With a producer warpgroup (the threads past kThreads, load_m_tile) the stages' barriers are
-    // set for the m-tile first.
-    if constexpr (kProducer) tiles.start_stages(tid);
+    // With a producer warpgroup (the threads past kThreads, load_m_tile): where the ring stands.
+    if constexpr (kProducer) tiles.ring0 = ring_tiles, tiles.q_loads = ring_m_tiles;
 
     // This thread's rows and the keys each may see.
     int32_t row_lo[A::kRowSlots], row_hi[A::kRowSlots];
@@ -271,6 +274,7 @@ struct TiledAttention : TileContext {
     }
     if constexpr (kProducer) {
       if (n_tiles > 0) {
+        tiles.done_with_q(tid);  // every scores product of the m-tile is in: the next Q may land
         tiles.issue_accumulate(o, pr, n_tiles - 1);
         tiles.wait_accumulate(o);
         tiles.done_with(*this, tid, n_tiles - 1, n_tiles);
@@ -289,7 +293,10 @@ struct TiledAttention : TileContext {
     if constexpr (kFold) {
       if (p.num_splits > 1 && p.split_counts) ac_release_device();  // this thread's partial rows, before the count
     }
-    ac_sync();  // the next m-tile (or the fold) reuses shared memory
+    // The next m-tile (or the fold) reuses shared memory; with a producer the computing warps'
+    // alone (the sinks and the epilogue's buffer are theirs).
+    sync_compute();
+    if constexpr (kProducer) ring_tiles += n_tiles, ring_m_tiles += n_tiles > 0;
     if constexpr (kFold) {
       if (p.num_splits > 1 && p.split_counts) {
         fold_splits(m_tile, tid);
@@ -505,6 +512,11 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
   if constexpr (Block::kProducer) {
     // Each role's loop over the m-tiles is its own code, given its own registers: the producer's
     // loads need few, the computing warps take the rest (stage_barriers.hpp).
+    {  // the ring's barriers, once for all the block's m-tiles
+      typename Block::A tiles;
+      tiles.setup(smem);
+      tiles.start_stages(ac_thread_x());
+    }
     if (ac_thread_x() >= Block::kThreads) {
       ac_registers_at_most<kProducerRegisters>();
       for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.load_m_tile(m_tiles - 1 - i, split);

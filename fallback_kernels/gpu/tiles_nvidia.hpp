@@ -113,7 +113,16 @@ struct NvTiles {
   // (1: the tile met a block-table entry outside the cache), one byte per warp.
   uint64_t* landed_s;
   uint64_t* free_s;
+  uint64_t* q_free_s;  // the computing warps are past the m-tile's last scores: Q's tile may be reloaded
   uint8_t* bad_s;
+  // With a producer the ring runs on across the block's m-tiles (the producer fills it with the
+  // next m-tile's keys while the computing warps finish the last one): ring0 is the count of
+  // tiles the block put through it before this m-tile, q_loads the count of earlier m-tiles
+  // that had tiles (each loaded Q once). 0 without a producer.
+  uint32_t ring0 = 0, q_loads = 0;
+  // The ring slot and the barriers' phase parity of the m-tile's tile it.
+  AC_MEMBER uint32_t slot_of(int32_t it) const { return kProducer ? (ring0 + it) % S.stages : it % S.stages; }
+  AC_MEMBER uint32_t parity_of(int32_t it) const { return ((ring0 + it) / S.stages) & 1u; }
   // Fragment-load addresses (shared-memory offsets) and the Q fragments kept in registers.
   uint32_t q_rows, k_rows, v_rows, swz_a, swz_b;
   uint32_t a_q[kQInRegisters ? D / 16 : 1][4];
@@ -144,7 +153,8 @@ struct NvTiles {
     sink_s = reinterpret_cast<float*>(base + S.sink_offset());
     landed_s = reinterpret_cast<uint64_t*>(base + S.stage_sync_offset());
     free_s = landed_s + S.stages;
-    bad_s = reinterpret_cast<uint8_t*>(free_s + S.stages);
+    q_free_s = free_s + S.stages;
+    bad_s = reinterpret_cast<uint8_t*>(q_free_s + 1);
   }
 
   AC_MEMBER void load_q(const TileContext& c, int tid) {
@@ -267,7 +277,7 @@ struct NvTiles {
   }
   template <bool kFnuz> AC_MEMBER void convert_codes(int32_t it) {
     constexpr bool fnuz = kFnuz;
-    const uint32_t slot = (it % S.stages) * S.block_n * D;
+    const uint32_t slot = slot_of(it) * S.block_n * D;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const uint32_t codes_at = slot + cvt_codes + i * kRowStep, values_at = slot + cvt_values + i * kRowStep;
@@ -293,7 +303,7 @@ struct NvTiles {
   // Tile `it` landed for every thread (and ring slot (it - 1) % stages is free again).
   AC_MEMBER void ready(const TileContext& c, int tid, int32_t it) {
     if constexpr (kProducer) {  // the producer's arrivals (stage_barriers.hpp)
-      ac_stage_wait(landed_s + it % S.stages, (it / S.stages) & 1);
+      ac_stage_wait(landed_s + slot_of(it), parity_of(it));
       // The tensor cores read what the producer's copies (and conversions) wrote. Fenced here,
       // by threads with no stores of their own in flight: in the producer the fence waited for
       // its newest copies too (MEMBAR.ALL.CTA before it), a memory round trip in every tile.
@@ -316,7 +326,7 @@ struct NvTiles {
   }
   // Whether tile `it` holds a block-table entry outside the cache, so that it must be masked.
   AC_MEMBER bool pages_masked(int32_t it) const {
-    if constexpr (kProducer) return kPaged && *reinterpret_cast<const uint32_t*>(bad_s + (it % S.stages) * 4) != 0u;
+    if constexpr (kProducer) return kPaged && *reinterpret_cast<const uint32_t*>(bad_s + slot_of(it) * 4) != 0u;
     return kPaged && (bad_tiles >> (it & 31) & 1u);
   }
 
@@ -376,18 +386,25 @@ struct NvTiles {
   AC_MEMBER void done_with(const TileContext&, int tid, int32_t it, int32_t) {
     if constexpr (kProducer) {
       ac_syncwarp();
-      if (tid % 32 == 0) ac_stage_arrive(free_s + it % S.stages);
+      if (tid % 32 == 0) ac_stage_arrive(free_s + slot_of(it));
+    }
+  }
+  // With a producer: this warp's products have read Q for the last time in this m-tile.
+  AC_MEMBER void done_with_q(int tid) {
+    if constexpr (kProducer) {
+      ac_syncwarp();
+      if (tid % 32 == 0) ac_stage_arrive(q_free_s);
     }
   }
 
-  // The producer's stages for this m-tile: their barriers set afresh (the block's previous m-tile
-  // is past its last barrier), before any thread uses them.
+  // The producer's ring barriers, set once for the block's m-tiles before any thread uses them.
   AC_MEMBER void start_stages(int tid) {
     if (tid == 0) {
       for (int st = 0; st < S.stages; ++st) {
         ac_stage_init(landed_s + st, kKv8 ? kThreads : 2 * kThreads);  // produce: each thread's arrivals
         ac_stage_init(free_s + st, kComputeThreads / 32);
       }
+      ac_stage_init(q_free_s, kComputeThreads / 32);
     }
     ac_sync();
   }
@@ -399,8 +416,9 @@ struct NvTiles {
   // thread converts its own codes once they landed, so it announces a tile at most stages - 2
   // tiles behind its newest copies (announce_lag): the computing warps free a tile only once the
   // next one is in (its scores are issued beside the tile's P V), so tile a - stages + 1 must be
-  // announced before the wait for tile a - stages's stage. Nothing at all without tiles: Q's
-  // copies would land in the epilogue's buffer.
+  // announced before the wait for tile a - stages's stage. Q is reloaded once the computing warps'
+  // last scores of the block's previous m-tile read it. Nothing at all without tiles (the
+  // computing warps wait for none).
   static constexpr int kLag = kKv8 ? S.announce_lag() : 0;
   AC_MEMBER void produce(const TileContext& c, int ptid, int32_t n_tiles) {
     if (n_tiles == 0) return;
@@ -408,12 +426,13 @@ struct NvTiles {
       cvt_codes = code_at(row(ptid, 0), chunk(ptid) / 2);
       cvt_values = swizzle(row(ptid, 0), chunk(ptid), S.block_n);
     }
+    if (q_loads > 0) ac_stage_wait(q_free_s, (q_loads - 1) & 1u);
     load_q(c, ptid);  // (landed with tile 0: its copies are among the ones tile 0's arrival waits for)
     ac_copy_commit();
     lookup_pages(c, ptid, c.k_begin, next_pages);
     for (int32_t a = 0; a < n_tiles; ++a) {
-      const int st = a % S.stages;
-      if (a >= S.stages) ac_stage_wait(free_s + st, (a / S.stages - 1) & 1);
+      const int st = slot_of(a);
+      if (ring0 + a >= S.stages) ac_stage_wait(free_s + st, parity_of(a) ^ 1u);
       const bool bad = load_keys(c, ptid, c.k_begin + a * S.block_n, st, next_pages);
       if constexpr (kKv8) ac_copy_commit();
       else ac_stage_arrive_on_copies(landed_s + st);
@@ -436,10 +455,15 @@ struct NvTiles {
   template <int pending> AC_MEMBER void announce(const TileContext& c, int32_t t) {
     ac_copy_wait<pending>();
     convert_own(c, t);
-    ac_stage_arrive(landed_s + t % S.stages);
+    ac_stage_arrive(landed_s + slot_of(t));
   }
-  AC_MEMBER const uint8_t* valid_keys(int32_t it) const { return valid_s + (it % S.stages) * S.block_n; }
-  AC_MEMBER float* epilogue_buffer() const { return reinterpret_cast<float*>(q_s); }
+  AC_MEMBER const uint8_t* valid_keys(int32_t it) const { return valid_s + slot_of(it) * S.block_n; }
+  // The epilogue's buffer: the key tiles' memory, or with a producer (already loading the next
+  // m-tile into them) its own.
+  AC_MEMBER float* epilogue_buffer() const {
+    return kProducer ? reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(q_s) + S.epilogue_offset())
+                     : reinterpret_cast<float*>(q_s);
+  }
 
   // Softmaxed scores of 16 keys (fragments 2kk, 2kk + 1) as the A operand of O += P V: the
   // score fragments already have the A operand's layout.
@@ -488,8 +512,8 @@ struct NvTiles {
 #pragma unroll
     for (int kk = 0; kk < S.block_n / 16; ++kk) pack_probabilities(s.v[0], kk, pr.a[kk]);
   }
-  AC_MEMBER void issue_scores(Scores& s, int32_t it) { warpgroup_scores(s.v[0], ac_thread_x() / 128, it % S.stages); }
-  AC_MEMBER void issue_accumulate(Out& o, const Probabilities& pr, int32_t it) { warpgroup_accumulate(o.v[0], pr.a, it % S.stages); }
+  AC_MEMBER void issue_scores(Scores& s, int32_t it) { warpgroup_scores(s.v[0], ac_thread_x() / 128, slot_of(it)); }
+  AC_MEMBER void issue_accumulate(Out& o, const Probabilities& pr, int32_t it) { warpgroup_accumulate(o.v[0], pr.a, slot_of(it)); }
   AC_MEMBER void no_accumulate() { ac_wg_commit(); }  // an empty group in its place
   template <int pending> AC_MEMBER void wait_scores(Scores& s) {
     ac_wg_wait<pending>();

@@ -776,7 +776,9 @@ TEST(MfmaModel, SharedMemoryRegionsOfEveryShapeFit) {
     EXPECT_LE(sinks_end, s.smem_bytes());
     EXPECT_LE(s.loop_bytes(), s.smem_bytes());
     EXPECT_LE(s.epilogue_bytes(), s.sink_offset()) << "the sinks overlap the epilogue buffer";
-    if (!s.packed()) EXPECT_LE(s.loop_bytes(), s.sink_offset()) << "the sinks overlap the live K and V tiles";
+    if (!s.packed()) {
+      EXPECT_LE(s.loop_bytes(), s.sink_offset()) << "the sinks overlap the live K and V tiles";
+    }
     EXPECT_EQ(s.head_dim % (8 * s.epilogue_passes()), 0) << "an epilogue pass splits a 16-byte chunk";
     if (s.producer_warps > 0) {  // the stages' barriers: past the sinks, 8-byte aligned, inside the request
       EXPECT_GE(s.stage_sync_offset(), sinks_end);
@@ -784,6 +786,9 @@ TEST(MfmaModel, SharedMemoryRegionsOfEveryShapeFit) {
       EXPECT_LE(s.stage_sync_offset() + s.stage_sync_bytes() + (s.warpgroup ? 1024 : 0), s.smem_bytes());
       EXPECT_LE(s.smem_bytes(), 227 * 1024) << "one block of an sm_90 SM at most";
       EXPECT_EQ(s.threads(), s.compute_threads() + 32 * s.producer_warps);
+      // The epilogue's buffer apart from the ring, which already holds the next m-tile's keys.
+      EXPECT_GE(s.epilogue_offset(), s.loop_bytes()) << "the epilogue overwrites the ring";
+      EXPECT_LE(s.epilogue_offset() + s.epilogue_bytes(), s.sink_offset());
     }
   }
   EXPECT_EQ(ac_tiled_wgmma_producer_shape(128).producer_warps, 4);

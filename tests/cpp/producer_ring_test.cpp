@@ -22,39 +22,53 @@ struct Outcome {
   std::string problem;  // a stage reused early, or a phase completed twice before its wait
 };
 
-Outcome play(int n_tiles, int stages, int lag) {
-  // The producer's steps: wait free(a - stages), copy a, announce a - lag; then the rest announced.
-  enum Kind { kWaitFree, kCopy, kAnnounce };
+// The block's m-tiles, each with its count of tiles, through one ring that runs on across them
+// (tile g of the ring: the m-tile's tile it plus the tiles of the m-tiles before). Q's tile is
+// reloaded for an m-tile with tiles once the computing warps' last scores of the one before (with
+// tiles) read it.
+Outcome play_m_tiles(const std::vector<int>& tiles, int stages, int lag) {
+  // The producer's steps per m-tile with tiles: wait for Q's tile (after the first), then wait
+  // free(g - stages), copy g, announce g - lag; then the rest announced.
+  enum Kind { kWaitQ, kWaitFree, kCopy, kAnnounce };
   struct Step { Kind kind; int tile; };
   std::vector<Step> producer;
-  for (int a = 0; a < n_tiles; ++a) {
-    if (a >= stages) producer.push_back({kWaitFree, a - stages});
-    producer.push_back({kCopy, a});
-    if (a >= lag) producer.push_back({kAnnounce, a - lag});
-  }
-  for (int t = n_tiles > lag ? n_tiles - lag : 0; t < n_tiles; ++t) producer.push_back({kAnnounce, t});
-  // The computing warps' steps: wait landed(it), then free it - 1 (tile it's scores and tile
-  // it - 1's P V in flight together); the last tile freed after the loop.
-  enum CKind { kWaitLanded, kFree };
+  // The computing warps' steps: wait landed(g), then free g - 1 (tile g's scores and tile g - 1's
+  // P V in flight together); after the m-tile's loop Q's tile freed, then its last tile.
+  enum CKind { kWaitLanded, kFree, kFreeQ };
   struct CStep { CKind kind; int tile; };
   std::vector<CStep> consumer;
-  for (int it = 0; it < n_tiles; ++it) {
-    consumer.push_back({kWaitLanded, it});
-    if (it > 0) consumer.push_back({kFree, it - 1});
+  int g0 = 0, loads = 0;
+  for (int n : tiles) {
+    if (n == 0) continue;
+    if (loads > 0) producer.push_back({kWaitQ, loads - 1});
+    for (int a = 0; a < n; ++a) {
+      if (g0 + a >= stages) producer.push_back({kWaitFree, g0 + a - stages});
+      producer.push_back({kCopy, g0 + a});
+      if (a >= lag) producer.push_back({kAnnounce, g0 + a - lag});
+    }
+    for (int t = n > lag ? n - lag : 0; t < n; ++t) producer.push_back({kAnnounce, g0 + t});
+    for (int it = 0; it < n; ++it) {
+      consumer.push_back({kWaitLanded, g0 + it});
+      if (it > 0) consumer.push_back({kFree, g0 + it - 1});
+    }
+    consumer.push_back({kFreeQ, loads});
+    consumer.push_back({kFree, g0 + n - 1});
+    g0 += n, ++loads;
   }
-  if (n_tiles > 0) consumer.push_back({kFree, n_tiles - 1});
-
+  const int n_tiles = g0;
   std::vector<bool> announced(n_tiles, false), freed(n_tiles, false), seen(n_tiles, false), free_waited(n_tiles, false);
+  std::vector<bool> q_freed(loads, false), q_waited(loads, false);
   size_t pc = 0, cc = 0;
-  Outcome out;
   for (;;) {
     bool moved = false;
     if (pc < producer.size()) {
       const Step s = producer[pc];
-      if (s.kind == kWaitFree) {
+      if (s.kind == kWaitQ) {
+        if (q_freed[s.tile]) q_waited[s.tile] = true, ++pc, moved = true;
+      } else if (s.kind == kWaitFree) {
         if (freed[s.tile]) free_waited[s.tile] = true, ++pc, moved = true;
       } else if (s.kind == kCopy) {
-        // Stage a % stages holds tile a - stages until the warps freed it.
+        // Stage g % stages holds tile g - stages until the warps freed it.
         if (s.tile >= stages && !freed[s.tile - stages]) return {false, "tile " + std::to_string(s.tile) + " copied over a stage in use"};
         ++pc, moved = true;
       } else {
@@ -68,6 +82,11 @@ Outcome play(int n_tiles, int stages, int lag) {
       const CStep s = consumer[cc];
       if (s.kind == kWaitLanded) {
         if (announced[s.tile]) seen[s.tile] = true, ++cc, moved = true;
+      } else if (s.kind == kFreeQ) {
+        // Q's barrier completes its phase k; the producer must have waited for phase k - 1.
+        if (s.tile >= 1 && !q_waited[s.tile - 1])
+          return {false, "Q freed twice before the producer's wait, m-tile " + std::to_string(s.tile)};
+        q_freed[s.tile] = true, ++cc, moved = true;
       } else {
         // free(t % stages) completes its phase t / stages; the producer waits for the one before, if at all.
         const int before = s.tile - stages;
@@ -80,6 +99,8 @@ Outcome play(int n_tiles, int stages, int lag) {
     if (!moved) return {false, "both sides wait: producer at step " + std::to_string(pc) + ", warps at step " + std::to_string(cc)};
   }
 }
+
+Outcome play(int n_tiles, int stages, int lag) { return play_m_tiles({n_tiles}, stages, lag); }
 
 TEST(ProducerRing, EveryTileCountFinishesWithTheShapesLag) {
   for (int d : {64, 128}) {
@@ -101,6 +122,22 @@ TEST(ProducerRing, EveryTileCountFinishesWithTheShapesLag) {
 TEST(ProducerRing, CopiesThatAnnounceThemselvesFinish) {
   for (int stages = 2; stages <= 8; ++stages)
     for (int n = 0; n <= 4 * stages + 3; ++n) EXPECT_TRUE(play(n, stages, 0).finished) << stages << " stages, " << n << " tiles";
+}
+
+// A block's m-tiles through one ring: every mix of tile counts (none included) finishes, with
+// the 16-bit protocol and with the shapes' fp8 lag.
+TEST(ProducerRing, TheRingRunsOnAcrossMTiles) {
+  for (int d : {64, 128}) {
+    const ac_tiled_shape s = ac_tiled_wgmma_producer_shape(d);
+    for (int lag : {0, s.announce_lag()})
+      for (int a = 0; a <= 2 * s.stages + 1; ++a)
+        for (int b = 0; b <= 2 * s.stages + 1; ++b)
+          for (int c : {0, 1, s.stages, 3 * s.stages + 2}) {
+            const Outcome o = play_m_tiles({a, b, c, 1}, s.stages, lag);
+            EXPECT_TRUE(o.finished) << "head dim " << d << ", lag " << lag << ", m-tiles of " << a << ", " << b << ", " << c
+                                    << ", 1 tiles: " << o.problem;
+          }
+  }
 }
 
 // The first cut's lag (stages - 1) waits forever once the ring wraps, and only then: the small
