@@ -153,14 +153,16 @@ constexpr ac_tiled_shape ac_tiled_rows_shape(int head_dim) {
 constexpr ac_tiled_shape ac_tiled_wgmma_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{8, 1, 1, 64, 3, 64, 2, 1} : ac_tiled_shape{8, 1, 1, 64, 2, 128, 2, 1};
 }
-// Its producer twin (AITER_COMPAT_WGMMA_PRODUCER=1, launch.cpp; not the default until timed
-// against it): one block per SM, two computing warpgroups of 64 rows and a producer warpgroup, a
-// ring that runs on across the block's m-tiles (head dim 64: four stages of 128 keys, 144 KiB;
-// 128: three of 64 keys, 128 KiB), the epilogue's buffer apart from it (35 and 67 KiB), the
-// computing warps' registers (232 a thread, stage_barriers.hpp) holding the next tile's scores
-// beside the current tile's probabilities and the output.
+// Its producer twin (AITER_COMPAT_WGMMA_PRODUCER=1, launch.cpp; not the default: timed against
+// it in docs/kernel-notes.md, version 20): one block per SM, computing warpgroups of 64 rows each
+// and a producer warpgroup, a ring that runs on across the block's m-tiles, the epilogue's buffer
+// apart from it. Head dim 64: three computing warpgroups (192 rows; with two, each SM scheduler
+// had two warps to issue from and issued 0.41 instructions a cycle: ncu, H100), four stages of
+// 128 keys, 160 registers a computing thread; 128: two (128 rows), three stages of 64 keys, 232
+// registers (stage_barriers.hpp). The computing warps hold the next tile's scores beside the
+// current tile's probabilities and the output.
 constexpr ac_tiled_shape ac_tiled_wgmma_producer_shape(int head_dim) {
-  return head_dim == 64 ? ac_tiled_shape{8, 1, 1, 128, 4, 64, 1, 1, 32, 16, 0, 4}
+  return head_dim == 64 ? ac_tiled_shape{12, 1, 1, 128, 4, 64, 1, 1, 32, 16, 0, 4}
                         : ac_tiled_shape{8, 1, 1, 64, 3, 128, 1, 1, 32, 16, 0, 4};
 }
 constexpr ac_tiled_shape ac_tiled_keys_shape(int head_dim) {

@@ -44,10 +44,14 @@ AC_DEVICE void ac_compute_sync() {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // Registers moved between warpgroups of one block (every warp of the warpgroup executes it): the
-// producer warpgroup gives up all but kProducerRegisters a thread, and the two computing ones take
-// kComputeRegisters, 40 x 128 + 232 x 256 = 64,512 of the SM's 65,536 (one block of 384 threads
-// per SM; ptxas gives each side's code those counts instead of the launch bounds' 168).
-constexpr int kProducerRegisters = 40, kComputeRegisters = 232;
+// producer warpgroup gives up all but ac_producer_registers a thread, and the computing ones take
+// ac_compute_registers, within the SM's 65,536 (one block per SM; ptxas gives each side's code
+// those counts instead of the launch bounds'): two computing warpgroups 40 x 128 + 232 x 256 =
+// 64,512, three 32 x 128 + 160 x 384 = 65,536 (FlashAttention 3's split for three).
+constexpr int ac_producer_registers(int compute_warpgroups) { return compute_warpgroups == 2 ? 40 : 32; }
+constexpr int ac_compute_registers(int compute_warpgroups) { return compute_warpgroups == 2 ? 232 : 160; }
+static_assert(ac_producer_registers(2) * 128 + ac_compute_registers(2) * 256 <= 65536, "two computing warpgroups");
+static_assert(ac_producer_registers(3) * 128 + ac_compute_registers(3) * 384 <= 65536, "three computing warpgroups");
 template <int kCount>
 AC_DEVICE void ac_registers_at_most() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kCount));

@@ -518,10 +518,10 @@ AC_DEVICE void tiled_attention(const ac_attention_params& p) {
       tiles.start_stages(ac_thread_x());
     }
     if (ac_thread_x() >= Block::kThreads) {
-      ac_registers_at_most<kProducerRegisters>();
+      ac_registers_at_most<ac_producer_registers(Block::kThreads / 128)>();
       for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.load_m_tile(m_tiles - 1 - i, split);
     } else {
-      ac_registers_at_least<kComputeRegisters>();
+      ac_registers_at_least<ac_compute_registers(Block::kThreads / 128)>();
       for (int32_t i = ac_block_x(); i < m_tiles; i += ac_grid_x()) a.run(m_tiles - 1 - i, split);
     }
   } else

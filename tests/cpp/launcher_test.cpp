@@ -231,8 +231,8 @@ TEST(Launcher, TiledKernelsTakeStridesThatFitThirtyTwoBits) {
 
 // Runs three times: as discovered (the warpgroup kernels), and as ctest entries of their own with
 // AITER_COMPAT_NO_WGMMA=1 (the mma.sync "rows" kernels, 128 threads) and with
-// AITER_COMPAT_WGMMA_PRODUCER=1 (the warpgroup kernels' producer twins: 384 threads, their ring's
-// shared memory).
+// AITER_COMPAT_WGMMA_PRODUCER=1 (the warpgroup kernels' producer twins: at head dim 64 three
+// computing warpgroups and the producer, 512 threads over 192-row tiles, their ring's shared memory).
 TEST(Launcher, PrefillKernelFollowsNoWgmma) {
   if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
   auto flag = [](const char* name) {
@@ -249,8 +249,8 @@ TEST(Launcher, PrefillKernelFollowsNoWgmma) {
   EXPECT_STREQ(fake.launch(0)->name, mma_sync   ? "ac_tiled_rows_paged_f16_d64"
                                      : producer ? "ac_tiled_wgmma_producer_paged_f16_d64"
                                                 : "ac_tiled_wgmma_paged_f16_d64");
-  EXPECT_EQ(fake.launch(0)->block[0], mma_sync ? 128u : producer ? 384u : 256u);
-  EXPECT_EQ(fake.launch(0)->grid[0], 19u);  // 128-row tiles either way
+  EXPECT_EQ(fake.launch(0)->block[0], mma_sync ? 128u : producer ? 512u : 256u);
+  EXPECT_EQ(fake.launch(0)->grid[0], producer ? 13u : 19u);  // 2,400 rows in 192-row tiles, or 128-row ones
 }
 
 // Head dim 256 (Gemma's): the row tiles take prefill, extend and decode (no keys shape, no
