@@ -124,9 +124,10 @@ struct ac_tiled_shape {
   constexpr int stage_sync_bytes() const { return producer_warps ? stages * (16 + 4) + 8 : 0; }
   // How many tiles the producer's announcements may trail its newest copies over an fp8 cache,
   // whose codes each producer thread converts once they landed (tiles_nvidia.hpp, produce; over a
-  // 16-bit cache the copies announce themselves as they land: no lag): the computing warps free a stage only once the next tile has landed (its scores are
-  // issued beside the stage's P V), so tile a - stages + 1 must be announced before the producer
-  // waits for tile a - stages's stage to be free (producer_ring_test.cpp plays the protocol out).
+  // 16-bit cache the copies announce themselves as they land: no lag): the computing warps free a
+  // stage only once the next tile has landed (its scores are issued beside the stage's P V), so
+  // tile a - stages + 1 must be announced before the producer waits for tile a - stages's stage
+  // to be free (producer_ring_test.cpp plays the protocol out).
   constexpr int announce_lag() const { return stages - 2; }
   constexpr int smem_bytes() const {
     // Warpgroup operands need 1024-byte-aligned tiles: room to align the start.

@@ -605,13 +605,12 @@ struct NvTiles {
     }
   }
 
-  // Every copy landed and every warp is past the loop: the key ring may be reused. With a
-  // producer, every copy of the m-tile landed before its last tile was announced, and the
-  // producer waits at the block's barrier after the epilogue: the computing warps meet alone.
+  // Every copy landed and every warp is past the loop: the key ring may be reused (by the
+  // epilogue's buffer). With a producer the ring is the producer's and the epilogue has its own
+  // buffer (epilogue_buffer), which the epilogue's barriers and the one closing each m-tile guard:
+  // nothing to wait for here.
   AC_MEMBER void drain() {
-    if constexpr (kProducer) {
-      ac_compute_sync<kComputeThreads>();
-    } else {
+    if constexpr (!kProducer) {
       ac_copy_wait<0>();
       ac_sync();
     }
