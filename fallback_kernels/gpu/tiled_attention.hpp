@@ -584,7 +584,8 @@ AC_TILED_KERNELS(keys, ac_tiled_keys_shape)
 AC_TILED_KERNELS_OF(keys_fold, ac_tiled_keys_shape, true)
 #if AC_HAS_WARPGROUP_MMA
 AC_TILED_KERNELS(wgmma, ac_tiled_wgmma_shape)
-// Their producer twins (kernel_params.h, ac_tiled_wgmma_producer_shape), taken only where asked for.
+// Their producer twins (kernel_params.h, ac_tiled_wgmma_producer_shape), taken where asked for
+// (launch.cpp: producer_twins, takes_producer_twin).
 AC_TILED_KERNELS(wgmma_producer, ac_tiled_wgmma_producer_shape)
 #endif
 #elif defined(__gfx1250__)

@@ -381,20 +381,17 @@ struct NvTiles {
     ac_copy_commit();
     if (ahead + 1 < n_tiles) lookup_pages(c, tid, c.k_begin + (ahead + 1) * S.block_n, next_pages);
   }
-  // The ring frees slots at the next wait; with a producer, each computing warp frees the stage
-  // once its products have read it (their wait is past) and every lane is done with its flags.
-  AC_MEMBER void done_with(const TileContext&, int tid, int32_t it, int32_t) {
-    if constexpr (kProducer) {
-      ac_syncwarp();
-      if (tid % 32 == 0) ac_stage_arrive(free_s + slot_of(it));
-    }
+  // The ring frees slots at the next wait; with a producer, every computing thread frees the stage
+  // once its warp's products have read it (their wait is past) and it is done with the flags. Each
+  // thread arrives itself: an arrive releases the arriving thread's own reads, so one lane's arrive
+  // after __syncwarp left the other lanes' flag reads unordered before the producer's rewrite for
+  // racecheck (it reported them), whatever the warp barrier orders.
+  AC_MEMBER void done_with(const TileContext&, int, int32_t it, int32_t) {
+    if constexpr (kProducer) ac_stage_arrive(free_s + slot_of(it));
   }
-  // With a producer: this warp's products have read Q for the last time in this m-tile.
-  AC_MEMBER void done_with_q(int tid) {
-    if constexpr (kProducer) {
-      ac_syncwarp();
-      if (tid % 32 == 0) ac_stage_arrive(q_free_s);
-    }
+  // With a producer: this thread's products have read Q for the last time in this m-tile.
+  AC_MEMBER void done_with_q(int) {
+    if constexpr (kProducer) ac_stage_arrive(q_free_s);
   }
 
   // The producer's ring barriers, set once for the block's m-tiles before any thread uses them.
@@ -402,9 +399,9 @@ struct NvTiles {
     if (tid == 0) {
       for (int st = 0; st < S.stages; ++st) {
         ac_stage_init(landed_s + st, kKv8 ? kThreads : 2 * kThreads);  // produce: each thread's arrivals
-        ac_stage_init(free_s + st, kComputeThreads / 32);
+        ac_stage_init(free_s + st, kComputeThreads);  // free: every computing thread's arrival
       }
-      ac_stage_init(q_free_s, kComputeThreads / 32);
+      ac_stage_init(q_free_s, kComputeThreads);
     }
     ac_sync();
   }

@@ -22,7 +22,7 @@ struct LoadedModule {
   std::string arch;
   int multiprocessors = 0;
   bool dependent_merge = false;  // the arch can take the split merge as a programmatic dependent (sm_90 on)
-  bool wgmma_producer = false;   // the warpgroup slots hold the producer twins (wgmma_producer_asked)
+  ProducerTwins twins = ProducerTwins::never;  // where the warpgroup row runs its producer twins
   void* zero_counts = nullptr;    // the folded merge's counters zeroed (ac_zero_counts)
   void* attention[AC_KTYPES] = {};   // [family type] (AC_DTYPE_F32..BF16, AC_KTYPE_*_KV8)
   void* attention_split[AC_KTYPES] = {};  // the same over caches in split layouts (kv_layout 1)
@@ -32,6 +32,7 @@ struct LoadedModule {
   void* decode[AC_KTYPES][3] = {};         // [type][d64, d128, d256]
   void* tiled[3][2][AC_KTYPES][3] = {};    // [keys, wgmma, rows][contiguous, paged][type][d64, d128, d256]
   void* keys_fold[2][AC_KTYPES][3] = {};   // the "keys" kernels with the split merge folded in (null: none built)
+  void* wgmma_twin[2][AC_KTYPES][2] = {};  // the warpgroup kernels' producer twins [paged][type][d64, d128] (sm_90)
 
   void* kernel(KernelId id, bool paged, int dtype, int head_dim, bool split_layout) const {
     switch (id) {
@@ -57,9 +58,9 @@ bool flag_set(const char* name) {
 }
 bool wgmma_disabled() { return flag_set("AITER_COMPAT_NO_WGMMA"); }
 
-// The shape a module's kernel of that row runs with (its twin's where it holds the twin).
-ac_tiled_shape module_shape(KernelId id, int head_dim, const std::string& arch, bool wgmma_producer) {
-  return id == KernelId::tiled_wgmma && wgmma_producer ? ac_tiled_wgmma_producer_shape(head_dim) : tiled_shape(id, head_dim, arch);
+// The shape a row's kernel runs with (the producer twin's where the warpgroup row runs it).
+ac_tiled_shape module_shape(KernelId id, int head_dim, const std::string& arch, bool producer_twin) {
+  return id == KernelId::tiled_wgmma && producer_twin ? ac_tiled_wgmma_producer_shape(head_dim) : tiled_shape(id, head_dim, arch);
 }
 
 // Where a tiled split decode is merged: AITER_COMPAT_SPLIT_MERGE=fold folds the merge into each
@@ -125,7 +126,7 @@ const LoadedModule& module_for(Vendor v, int device) {
   m.split_rows = find("ac_split_rows");
   m.zero_counts = find("ac_zero_counts");
   const bool wgmma = !wgmma_disabled(), tiled = switched_off(KernelId::tiled_rows, m.arch).empty();
-  m.wgmma_producer = wgmma && wgmma_producer_asked();
+  m.twins = wgmma ? producer_twins() : ProducerTwins::never;
   for (int t : {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_F16_KV8, AC_KTYPE_BF16_KV8}) {
     m.attention[t] = find(std::string("ac_attention_") + dtype_suffix(t));
     m.attention_split[t] = find(std::string("ac_attention_split_") + dtype_suffix(t));
@@ -140,10 +141,14 @@ const LoadedModule& module_for(Vendor v, int device) {
           if ((id == KernelId::tiled_wgmma && !wgmma) || !tiled) continue;
           void* fn = find(tiled_kernel_name(id, paged, t, dim));
           if (!fn) continue;
-          if (id == KernelId::tiled_wgmma && m.wgmma_producer)  // the twin of a kernel the code object holds
-            fn = module_function(v, module, tiled_kernel_name(id, paged, t, dim, true).c_str());
-          allow_dynamic_shared(v, fn, module_shape(id, dim, m.arch, m.wgmma_producer).smem_bytes());
+          allow_dynamic_shared(v, fn, tiled_shape(id, dim, m.arch).smem_bytes());
           m.tiled[shape_index(id)][paged][t][di] = fn;
+          if (id == KernelId::tiled_wgmma && m.twins != ProducerTwins::never && di < 2) {
+            // The twin of a kernel the code object holds (built beside every warpgroup kernel).
+            void* twin = module_function(v, module, tiled_kernel_name(id, paged, t, dim, true).c_str());
+            allow_dynamic_shared(v, twin, module_shape(id, dim, m.arch, true).smem_bytes());
+            m.wgmma_twin[paged][t][di] = twin;
+          }
           if (id != KernelId::tiled_keys || !builds_folded_keys(m.arch)) continue;
           void* folded = find(tiled_kernel_name(id, paged, t, dim, true));
           if (folded) allow_dynamic_shared(v, folded, tiled_shape(id, dim, m.arch).smem_bytes());
@@ -180,7 +185,21 @@ struct Plan {
   unsigned grid_x = 0, grid_y = 0, grid_z = 0, threads = AC_THREADS, smem = 0;
   int splits = 1;
   int fold_rows = 0;  // > 0: the shape can fold the split merge in (kernel_params.h; its keys_fold twin), over m-tiles of this many rows
+  bool producer_twin = false;  // fn is the warpgroup kernel's producer twin
 };
+
+// Whether the warpgroup row runs its producer twin for this call: the self-test's choice, else
+// the mode's (producer_twins). A twin asked for by the self-test and not built does not fit.
+bool runs_producer_twin(const AttentionLaunch& c, const LoadedModule& m, void* twin) {
+  const ac_attention_params& p = c.params;
+  if (c.producer_twin) {
+    if (*c.producer_twin && !twin) throw RowDoesNotFit("no producer twin of the warpgroup kernel is built for this call");
+    return *c.producer_twin;
+  }
+  return twin && (m.twins == ProducerTwins::always ||
+                  (m.twins == ProducerTwins::automatic &&
+                   takes_producer_twin(p, c.dtype, c.max_rows, c.max_keys, m.multiprocessors)));
+}
 
 bool family_failed(const AttentionLaunch& c, KernelId id, int head_dim) {
   return verdict_of({c.vendor, c.device, id, c.dtype, head_dim}) == Verdict::failed;
@@ -231,9 +250,15 @@ Plan plan(const AttentionLaunch& c, const LoadedModule& m) {
     }
     throw GpuError("every kernel family that fits this call failed its self-test on this device");
   }
+  if (k.id == KernelId::tiled_wgmma) {
+    const int di = dim_index(p.head_dim);
+    void* twin = di >= 0 && di < 2 ? m.wgmma_twin[p.paged != 0][c.dtype][di] : nullptr;
+    k.producer_twin = runs_producer_twin(c, m, twin);
+    if (k.producer_twin) k.fn = twin;
+  }
   if (k.id == KernelId::tiled_keys || k.id == KernelId::tiled_wgmma || k.id == KernelId::tiled_rows) {
     // All query rows of a sequence's KV head (tokens x heads of the group) in tiles.
-    const ac_tiled_shape s = module_shape(k.id, p.head_dim, m.arch, m.wgmma_producer);
+    const ac_tiled_shape s = module_shape(k.id, p.head_dim, m.arch, k.producer_twin);
     k.grid_x = static_cast<unsigned>(std::min<int64_t>((std::max<int64_t>(c.max_rows, 1) + s.block_m() - 1) / s.block_m(), INT32_MAX));
     k.grid_y = p.hk;
     k.grid_z = p.batch;
@@ -293,14 +318,36 @@ LaunchPlan plan_attention(const AttentionLaunch& c) {
   if (c.params.total_q == 0 || c.params.hq == 0) return {};
   DeviceScope scope(c.vendor, c.device);
   const Plan k = checked_plan(c, module_for(c.vendor, c.device));
-  return {k.id, k.splits};
+  return {k.id, k.splits, k.producer_twin};
 }
 
-// AITER_COMPAT_WGMMA_PRODUCER=1 puts the warpgroup kernels' producer twins in their place (a
-// producer warpgroup feeding a ring through shared-memory barriers, the products overlapping the
-// softmax: docs/kernel-notes.md, version 20); read when a module loads. Not the default: on an
-// H100 they beat the default kernels at head dim 64 causal only (slower at 128 and in windows).
-bool wgmma_producer_asked() { return flag_set("AITER_COMPAT_WGMMA_PRODUCER"); }
+// Unset: kTwinsByDefault.
+constexpr ProducerTwins kTwinsByDefault = ProducerTwins::never;
+ProducerTwins producer_twins() {
+  const char* v = std::getenv("AITER_COMPAT_WGMMA_PRODUCER");
+  if (!v || !*v) return kTwinsByDefault;
+  const std::string s(v);
+  return s == "auto" ? ProducerTwins::automatic : s == "0" ? ProducerTwins::never : ProducerTwins::always;
+}
+
+// Measured on an H100 (docs/kernel-notes.md, version 21), shape by shape against the default
+// kernels in the same run. The head dim 64 twins stream each block's keys through a producer
+// warpgroup, one block of 192 rows per SM; the default kernels hold two blocks of 128. So the
+// twins win where each m-tile has many key tiles to stream (short ones leave each m-tile's set-up
+// and epilogue exposed: 1.6x slower at 128 keys) and where their grid fills the SMs as evenly as
+// the default's (rows an SM is given, over whole waves of blocks). Head dim 128's twins and fp8
+// caches' were slower wherever measured.
+constexpr int64_t kTwinMinKeys = 1024;  // keys a query attends to at most (the window's, or the longest sequence's)
+bool takes_producer_twin(const ac_attention_params& p, int dtype, int64_t max_rows, int64_t max_keys, int multiprocessors) {
+  if (p.head_dim != 64 || kv8_type(dtype) || max_keys < kTwinMinKeys) return false;
+  const ac_tiled_shape twin = ac_tiled_wgmma_producer_shape(64), plain = ac_tiled_wgmma_shape(64);
+  const int64_t heads = static_cast<int64_t>(p.hk) * std::max(p.batch, 1), sms = std::max(multiprocessors, 1);
+  auto rows_per_sm = [&](const ac_tiled_shape& s) {  // the busiest SM's rows, blocks dealt out evenly
+    const int64_t blocks = (std::max<int64_t>(max_rows, 1) + s.block_m() - 1) / s.block_m() * heads;
+    return (blocks + sms - 1) / sms * s.block_m();
+  };
+  return rows_per_sm(twin) <= rows_per_sm(plain);
+}
 
 bool split_merge_folded() {
   const char* v = std::getenv("AITER_COMPAT_SPLIT_MERGE");

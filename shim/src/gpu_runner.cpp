@@ -47,6 +47,7 @@ gpu::AttentionLaunch launch_of(ac_attention_params p, const TensorView& q, const
   gpu::AttentionLaunch l;
   l.only_row = o.only_row;
   l.force_splits = o.force_splits;
+  l.producer_twin = o.producer_twin;
   l.params = p;
   l.dtype = family_type(q.dtype, k.dtype, out.dtype);
   l.vendor = vendor_of(q.device);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #if defined(AITER_COMPAT_HAVE_CUDA_H)
@@ -229,20 +230,25 @@ TEST(Launcher, TiledKernelsTakeStridesThatFitThirtyTwoBits) {
   EXPECT_STREQ(fake.launch(0)->name, "ac_decode_bf16_d64");
 }
 
-// Runs three times: as discovered (the warpgroup kernels), and as ctest entries of their own with
-// AITER_COMPAT_NO_WGMMA=1 (the mma.sync "rows" kernels, 128 threads) and with
-// AITER_COMPAT_WGMMA_PRODUCER=1 (the warpgroup kernels' producer twins: at head dim 64 three
-// computing warpgroups and the producer, 512 threads over 192-row tiles, their ring's shared memory).
+// Runs four times: as discovered (AITER_COMPAT_WGMMA_PRODUCER unset: the launcher's choice of
+// the warpgroup kernels or their producer twins), and as ctest entries of their own with
+// AITER_COMPAT_NO_WGMMA=1 (the mma.sync "rows" kernels, 128 threads), AITER_COMPAT_WGMMA_PRODUCER=1
+// (the twins wherever the warpgroup row runs: at head dim 64 three computing warpgroups and the
+// producer, 512 threads over 192-row tiles) and =0 (never the twins).
+using gpu::ProducerTwins;
+ProducerTwins twin_mode() { return gpu::producer_twins(); }
+bool no_wgmma() {
+  const char* v = std::getenv("AITER_COMPAT_NO_WGMMA");
+  return v && *v && std::string(v) != "0";
+}
+
 TEST(Launcher, PrefillKernelFollowsNoWgmma) {
   if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
-  auto flag = [](const char* name) {
-    const char* env = std::getenv(name);
-    return env && *env && std::string(env) != "0";
-  };
-  const bool mma_sync = flag("AITER_COMPAT_NO_WGMMA"), producer = !mma_sync && flag("AITER_COMPAT_WGMMA_PRODUCER");
+  // (The launcher's own choice keeps this call off the twins: ProducerTwinsWhereTheyWin.)
+  const bool mma_sync = no_wgmma(), producer = !mma_sync && twin_mode() == ProducerTwins::always;
   Fake fake;
   fake.reset();
-  DecodeCase extend(4, 4096, DType::f16);
+  DecodeCase extend(4, 4096, DType::f16);  // 300 new tokens per sequence over 4,096 keys
   extend.args.uniform_queries = false;
   extend.args.max_seqlen_q = 300;
   run_gpu(extend.args, nullptr);
@@ -251,6 +257,48 @@ TEST(Launcher, PrefillKernelFollowsNoWgmma) {
                                                 : "ac_tiled_wgmma_paged_f16_d64");
   EXPECT_EQ(fake.launch(0)->block[0], mma_sync ? 128u : producer ? 512u : 256u);
   EXPECT_EQ(fake.launch(0)->grid[0], producer ? 13u : 19u);  // 2,400 rows in 192-row tiles, or 128-row ones
+}
+
+// Where the launcher's own choice takes the producer twins (takes_producer_twin): head dim 64 over
+// a 16-bit cache with many keys per query and a grid that keeps the SMs as busy as the default's;
+// not a short window or key range, head dim 128, an fp8 cache, or a grid whose 192-row blocks
+// leave some SM more rows than 128-row ones would (the stand-in has 132 SMs). =1 gives the twins
+// all of them, =0 none.
+TEST(Launcher, ProducerTwinsWhereTheyWin) {
+  if (!built_for("sm_90")) GTEST_SKIP() << "no sm_90 code object in this build (nvcc not found at configure time)";
+  if (no_wgmma()) GTEST_SKIP() << "AITER_COMPAT_NO_WGMMA=1: no warpgroup kernels to choose between";
+  const ProducerTwins mode = twin_mode();
+  Fake fake;
+  auto extend = [](int64_t ctx, int64_t d = 64, int64_t new_tokens = 1536) {
+    auto c = std::make_unique<DecodeCase>(4, ctx, DType::bf16, d);
+    c->args.uniform_queries = false;
+    c->args.max_seqlen_q = new_tokens;  // 12,288 rows a sequence: 3,072 a busiest SM either way
+    return c;
+  };
+  auto expect = [&](PagedArgs& a, const std::string& base, bool twin_when_automatic, const char* what) {
+    fake.reset();
+    run_gpu(a, nullptr);
+    ASSERT_GE(fake.launches(), 1) << what;
+    const bool twin = mode == ProducerTwins::always || (mode == ProducerTwins::automatic && twin_when_automatic);
+    const std::string want = "ac_tiled_wgmma_" + std::string(twin ? "producer_" : "") + base;
+    EXPECT_EQ(fake.launch(0)->name, want) << what;
+  };
+  auto long_keys = extend(4096);
+  expect(long_keys->args, "paged_bf16_d64", true, "head dim 64, 4,096 keys");
+  auto windowed = extend(4096);
+  windowed->args.window = {127, 0};
+  expect(windowed->args, "paged_bf16_d64", false, "a window of 128 keys");
+  auto short_keys = extend(512, 64, 512);
+  expect(short_keys->args, "paged_bf16_d64", false, "512 keys");
+  auto few_rows = extend(4096, 64, 300);  // 608 blocks of 128 rows (640 a busiest SM), 416 of 192 (768)
+  expect(few_rows->args, "paged_bf16_d64", false, "300 new tokens a sequence");
+  auto d128 = extend(4096, 128);
+  expect(d128->args, "paged_bf16_d128", false, "head dim 128");
+  auto fp8 = extend(4096);
+  HostTensor kc(DType::f8_e4m3fn, {4 * 256, 16, 8, 64}), vc(DType::f8_e4m3fn, {4 * 256, 16, 8, 64});
+  for (auto* t : {&kc, &vc}) t->view.device = DeviceKind::cuda;
+  fp8->args.k_cache = kc.view, fp8->args.v_cache = vc.view;
+  expect(fp8->args, "paged_bf16_kv8_d64", false, "an fp8 cache");
 }
 
 // Head dim 256 (Gemma's): the row tiles take prefill, extend and decode (no keys shape, no

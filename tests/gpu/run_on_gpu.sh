@@ -68,8 +68,9 @@ if [ "${TESTS:-1}" != 0 ]; then
       2>&1 | tee "$OUT/gpu_tests_mma_sync.log" | tail -5
     [ "${PIPESTATUS[0]}" -ne 0 ] && tests_rc=1
   fi
-  # The prefill cases again on the warpgroup kernels' producer twins (opt-in until timed on a GPU:
-  # docs/kernel-notes.md, version 19). PRODUCER=0 skips them.
+  # The prefill cases again on the warpgroup kernels' producer twins wherever the warpgroup row
+  # runs (=auto would give them only the long head dim 64 calls, few of the suite's small ones:
+  # docs/kernel-notes.md, version 21). PRODUCER=0 skips them.
   if [ "${PRODUCER:-1}" != 0 ] && grep -q "ac_tiled_wgmma_producer" "$OUT/sass_summary.txt" 2>/dev/null; then
     echo "prefill cases again on the producer twins (AITER_COMPAT_WGMMA_PRODUCER=1):"
     AITER_COMPAT_WGMMA_PRODUCER=1 timeout 200 "$PY" -m pytest -q -rs ${GPU_TESTS:-tests/gpu} -k "$prefill_cases" \

@@ -19,6 +19,7 @@ struct GpuOptions {
   std::optional<gpu::KernelId> only_row;
   int force_splits = 0;
   bool plan_only = false;
+  std::optional<bool> producer_twin;  // the warpgroup row's producer twin or default kernel (gpu::AttentionLaunch)
 };
 gpu::KernelId run_gpu(const VarlenArgs& args, void* stream, const GpuOptions& options = {});
 gpu::KernelId run_gpu(const PagedArgs& args, void* stream, const GpuOptions& options = {});
