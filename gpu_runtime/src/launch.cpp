@@ -330,13 +330,12 @@ ProducerTwins producer_twins() {
   return s == "auto" ? ProducerTwins::automatic : s == "0" ? ProducerTwins::never : ProducerTwins::always;
 }
 
-// Measured on an H100 (docs/kernel-notes.md, version 21), shape by shape against the default
-// kernels in the same run. The head dim 64 twins stream each block's keys through a producer
-// warpgroup, one block of 192 rows per SM; the default kernels hold two blocks of 128. So the
-// twins win where each m-tile has many key tiles to stream (short ones leave each m-tile's set-up
-// and epilogue exposed: 1.6x slower at 128 keys) and where their grid fills the SMs as evenly as
-// the default's (rows an SM is given, over whole waves of blocks). Head dim 128's twins and fp8
-// caches' were slower wherever measured.
+// From the H100 timings of docs/kernel-notes.md, versions 20 and 21: the head dim 64 twins stream
+// each block's keys through a producer warpgroup, one block of 192 rows per SM, where the default
+// kernels hold two blocks of 128. They were 3% faster at 4 x 4k causal and 1.6x slower at windows
+// of 128 keys (each short m-tile's set-up and epilogue exposed); head dim 128's twins were slower
+// wherever timed, and the fp8 caches' (which convert with a lag) were not timed. Where the grid leaves SMs unevenly loaded, the busiest SM's
+// rows (blocks dealt out evenly) stand for the time: a model, which bench/twin_choice.py checks.
 constexpr int64_t kTwinMinKeys = 1024;  // keys a query attends to at most (the window's, or the longest sequence's)
 bool takes_producer_twin(const ac_attention_params& p, int dtype, int64_t max_rows, int64_t max_keys, int multiprocessors) {
   if (p.head_dim != 64 || kv8_type(dtype) || max_keys < kTwinMinKeys) return false;

@@ -8,7 +8,8 @@
 #   kernels); SANITIZERS="memcheck racecheck" by default, each run with the merge kernel and again
 #   with the folded split merge (SANITIZE_FOLD=0: the first alone); TESTS=0 skips the test runs (and the
 #   C API check, tests/gpu/capi_gpu_check.c); MMA_SYNC=0 skips the prefill cases' second run on
-#   the mma.sync kernels, PRODUCER=0 their run on the warpgroup kernels' producer twins;
+#   the mma.sync kernels, PRODUCER=0 their run on the warpgroup kernels' producer twins (and the
+#   twins' sanitizer runs and bench/twin_choice.py);
 #   TEST_TIMEOUT (seconds, 480) bounds the suite; GPU_TESTS (default tests/gpu) names the test
 #   files to run, when the whole suite does not fit one run. bench/eager_overhead.py and
 #   bench/fp8_row_width.py run with the timings.
@@ -90,12 +91,18 @@ if [ "${TESTS:-1}" != 0 ]; then
   capi_rc=${PIPESTATUS[0]}
 fi
 san_rc=0
-# Each tool on the default launches, then with the folded split merge (SANITIZE_FOLD=0 skips it).
+# Each tool on the default launches, then with the folded split merge (SANITIZE_FOLD=0 skips it),
+# then on the warpgroup kernels' producer twins (PRODUCER=0 skips it).
+twins=0
+grep -q "ac_tiled_wgmma_producer" "$OUT/sass_summary.txt" 2>/dev/null && [ "${PRODUCER:-1}" != 0 ] && twins=1
 for tool in ${SANITIZERS:-memcheck racecheck}; do
-  for merge in kernel fold; do
+  for merge in kernel fold producer; do
     [ "$merge" = fold ] && [ "${SANITIZE_FOLD:-1}" = 0 ] && continue
-    AITER_COMPAT_SPLIT_MERGE=$merge timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$PY" tests/gpu/sanitizer_cases.py \
-      > "$OUT/$tool-$merge.log" 2>&1
+    [ "$merge" = producer ] && [ "$twins" = 0 ] && continue
+    split_merge=$merge producer=0
+    [ "$merge" = producer ] && split_merge=kernel producer=1
+    AITER_COMPAT_SPLIT_MERGE=$split_merge AITER_COMPAT_WGMMA_PRODUCER=$producer timeout 240 \
+      compute-sanitizer --tool $tool --error-exitcode 9 "$PY" tests/gpu/sanitizer_cases.py > "$OUT/$tool-$merge.log" 2>&1
     rc=$?
     echo "compute-sanitizer $tool ($merge merge): rc=$rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases ran' "$OUT/$tool-$merge.log" | tr '\n' ' ')"
     [ $rc -ne 0 ] && san_rc=$rc
@@ -107,6 +114,9 @@ case "${BENCH:-quick}" in
 esac
 [ "${BENCH:-quick}" != 0 ] && timeout 120 "$PY" bench/eager_overhead.py --json "$OUT/eager.json" 2>&1 | tee "$OUT/eager.log"
 [ "${BENCH:-quick}" != 0 ] && timeout 90 "$PY" bench/fp8_row_width.py --json "$OUT/fp8_row_width.json" 2>&1 | tee "$OUT/fp8_row_width.log"
+# Where the producer twins win, and whether AITER_COMPAT_WGMMA_PRODUCER=auto picks the faster kernel.
+[ "${BENCH:-quick}" != 0 ] && [ "$twins" = 1 ] &&
+  timeout 240 "$PY" bench/twin_choice.py --json "$OUT/twin_choice.json" 2>&1 | tee "$OUT/twin_choice.log"
 if [ -n "${BENCH_AB:-}" ]; then
   ab_env=${BENCH_AB_ENV:-AITER_COMPAT_NO_WGMMA=1}
   echo "the same cases with $ab_env:"
