@@ -1,6 +1,7 @@
 #include "aiter_compat/gpu_runtime/launch.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -126,7 +127,7 @@ const LoadedModule& module_for(Vendor v, int device) {
   m.split_rows = find("ac_split_rows");
   m.zero_counts = find("ac_zero_counts");
   const bool wgmma = !wgmma_disabled(), tiled = switched_off(KernelId::tiled_rows, m.arch).empty();
-  m.twins = wgmma ? producer_twins() : ProducerTwins::never;
+  m.twins = wgmma ? producer_twins() : ProducerTwins::never;  // where calls take the twins
   for (int t : {AC_DTYPE_F32, AC_DTYPE_F16, AC_DTYPE_BF16, AC_KTYPE_F16_KV8, AC_KTYPE_BF16_KV8}) {
     m.attention[t] = find(std::string("ac_attention_") + dtype_suffix(t));
     m.attention_split[t] = find(std::string("ac_attention_split_") + dtype_suffix(t));
@@ -143,8 +144,10 @@ const LoadedModule& module_for(Vendor v, int device) {
           if (!fn) continue;
           allow_dynamic_shared(v, fn, tiled_shape(id, dim, m.arch).smem_bytes());
           m.tiled[shape_index(id)][paged][t][di] = fn;
-          if (id == KernelId::tiled_wgmma && m.twins != ProducerTwins::never && di < 2) {
-            // The twin of a kernel the code object holds (built beside every warpgroup kernel).
+          if (id == KernelId::tiled_wgmma && di < 2) {
+            // The twin of a kernel the code object holds (built beside every warpgroup kernel),
+            // loaded whatever the mode: the self-test checks it with the default kernel, so that
+            // a cached verdict holds for both, in every mode.
             void* twin = module_function(v, module, tiled_kernel_name(id, paged, t, dim, true).c_str());
             allow_dynamic_shared(v, twin, module_shape(id, dim, m.arch, true).smem_bytes());
             m.wgmma_twin[paged][t][di] = twin;
@@ -321,13 +324,17 @@ LaunchPlan plan_attention(const AttentionLaunch& c) {
   return {k.id, k.splits, k.producer_twin};
 }
 
-// Unset: kTwinsByDefault.
+// Unset, or a value none of these: kTwinsByDefault (as AITER_COMPAT_SPLIT_MERGE's unknown values
+// keep its default).
 constexpr ProducerTwins kTwinsByDefault = ProducerTwins::never;
 ProducerTwins producer_twins() {
   const char* v = std::getenv("AITER_COMPAT_WGMMA_PRODUCER");
-  if (!v || !*v) return kTwinsByDefault;
-  const std::string s(v);
-  return s == "auto" ? ProducerTwins::automatic : s == "0" ? ProducerTwins::never : ProducerTwins::always;
+  std::string s = v ? v : "";
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (s == "auto") return ProducerTwins::automatic;
+  if (s == "1" || s == "on" || s == "always" || s == "true") return ProducerTwins::always;
+  if (s == "0" || s == "off" || s == "never" || s == "false") return ProducerTwins::never;
+  return kTwinsByDefault;
 }
 
 // From the H100 timings of docs/kernel-notes.md, versions 20 and 21: the head dim 64 twins stream

@@ -58,7 +58,8 @@ std::string cache_path() {
 std::string cache_key(gpu::Vendor v, int device) {
   const std::string arch = gpu::device_arch(v, device);
   // The tiled decode families' split cases ran in one split-merge mode: a verdict holds for it.
-  // (The warpgroup family's cases run on both of its kernels, whichever the launcher takes.)
+  // (The warpgroup family's cases run on both of its kernels in every mode of
+  // AITER_COMPAT_WGMMA_PRODUCER: a verdict holds whichever the launcher takes.)
   return arch + "|" + gpu::runtime_version(v) + "|" + AITER_COMPAT_VERSION + "+" + gpu::code_object_id(arch) +
          (gpu::split_merge_folded() ? "|folded-merge" : "");
 }

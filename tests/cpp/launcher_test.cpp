@@ -230,16 +230,46 @@ TEST(Launcher, TiledKernelsTakeStridesThatFitThirtyTwoBits) {
   EXPECT_STREQ(fake.launch(0)->name, "ac_decode_bf16_d64");
 }
 
-// Runs four times: as discovered (AITER_COMPAT_WGMMA_PRODUCER unset: the launcher's choice of
-// the warpgroup kernels or their producer twins), and as ctest entries of their own with
-// AITER_COMPAT_NO_WGMMA=1 (the mma.sync "rows" kernels, 128 threads), AITER_COMPAT_WGMMA_PRODUCER=1
-// (the twins wherever the warpgroup row runs: at head dim 64 three computing warpgroups and the
-// producer, 512 threads over 192-row tiles) and =0 (never the twins).
+// Runs five times: as discovered (AITER_COMPAT_WGMMA_PRODUCER unset: the build's default, no
+// twins), and as ctest entries of their own with AITER_COMPAT_NO_WGMMA=1 (the mma.sync "rows"
+// kernels, 128 threads), AITER_COMPAT_WGMMA_PRODUCER=1 (the twins wherever the warpgroup row runs:
+// at head dim 64 three computing warpgroups and the producer, 512 threads over 192-row tiles), =0
+// (never the twins) and =auto (the launcher's choice).
 using gpu::ProducerTwins;
 ProducerTwins twin_mode() { return gpu::producer_twins(); }
 bool no_wgmma() {
   const char* v = std::getenv("AITER_COMPAT_NO_WGMMA");
   return v && *v && std::string(v) != "0";
+}
+
+// The variable's spellings (read by producer_twins() each time it is asked; the launcher asks
+// once per module load): auto, the switch's usual words in any case, and anything else the default.
+TEST(Launcher, ProducerTwinsModeSpellings) {
+  const char* was = std::getenv("AITER_COMPAT_WGMMA_PRODUCER");
+  const std::string saved = was ? was : "";
+  const ProducerTwins fallback = [] {
+    unsetenv("AITER_COMPAT_WGMMA_PRODUCER");
+    return gpu::producer_twins();
+  }();
+  EXPECT_EQ(fallback, ProducerTwins::never);  // kTwinsByDefault until =auto is measured
+  for (const char* v : {"auto", "AUTO"}) {
+    setenv("AITER_COMPAT_WGMMA_PRODUCER", v, 1);
+    EXPECT_EQ(gpu::producer_twins(), ProducerTwins::automatic) << v;
+  }
+  for (const char* v : {"1", "on", "Always", "true"}) {
+    setenv("AITER_COMPAT_WGMMA_PRODUCER", v, 1);
+    EXPECT_EQ(gpu::producer_twins(), ProducerTwins::always) << v;
+  }
+  for (const char* v : {"0", "OFF", "never", "false"}) {
+    setenv("AITER_COMPAT_WGMMA_PRODUCER", v, 1);
+    EXPECT_EQ(gpu::producer_twins(), ProducerTwins::never) << v;
+  }
+  for (const char* v : {"", "2", "yes please"}) {
+    setenv("AITER_COMPAT_WGMMA_PRODUCER", v, 1);
+    EXPECT_EQ(gpu::producer_twins(), fallback) << "'" << v << "'";
+  }
+  if (was) setenv("AITER_COMPAT_WGMMA_PRODUCER", saved.c_str(), 1);
+  else unsetenv("AITER_COMPAT_WGMMA_PRODUCER");
 }
 
 TEST(Launcher, PrefillKernelFollowsNoWgmma) {

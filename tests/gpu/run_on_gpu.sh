@@ -94,7 +94,13 @@ san_rc=0
 # Each tool on the default launches, then with the folded split merge (SANITIZE_FOLD=0 skips it),
 # then on the warpgroup kernels' producer twins (PRODUCER=0 skips it).
 twins=0
-grep -q "ac_tiled_wgmma_producer" "$OUT/sass_summary.txt" 2>/dev/null && [ "${PRODUCER:-1}" != 0 ] && twins=1
+if [ "${PRODUCER:-1}" = 0 ]; then
+  echo "producer twins' sanitizer pass and bench/twin_choice.py skipped: PRODUCER=0"
+elif grep -q "ac_tiled_wgmma_producer" "$OUT/sass_summary.txt" 2>/dev/null; then
+  twins=1
+else
+  echo "producer twins' sanitizer pass and bench/twin_choice.py skipped: no ac_tiled_wgmma_producer kernel in $OUT/sass_summary.txt"
+fi
 for tool in ${SANITIZERS:-memcheck racecheck}; do
   for merge in kernel fold producer; do
     [ "$merge" = fold ] && [ "${SANITIZE_FOLD:-1}" = 0 ] && continue
@@ -104,7 +110,7 @@ for tool in ${SANITIZERS:-memcheck racecheck}; do
     AITER_COMPAT_SPLIT_MERGE=$split_merge AITER_COMPAT_WGMMA_PRODUCER=$producer timeout 240 \
       compute-sanitizer --tool $tool --error-exitcode 9 "$PY" tests/gpu/sanitizer_cases.py > "$OUT/$tool-$merge.log" 2>&1
     rc=$?
-    echo "compute-sanitizer $tool ($merge merge): rc=$rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases ran' "$OUT/$tool-$merge.log" | tr '\n' ' ')"
+    echo "compute-sanitizer $tool ($([ "$merge" = producer ] && echo "producer twins" || echo "$merge merge")): rc=$rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases ran' "$OUT/$tool-$merge.log" | tr '\n' ' ')"
     [ $rc -ne 0 ] && san_rc=$rc
   done
 done

@@ -38,8 +38,8 @@ struct AttentionLaunch {
   std::optional<KernelId> only_row;
   int force_splits = 0;
   // The self-test's control of the warpgroup row (tiled_wgmma): its producer twin (true) or its
-  // default kernel (false), RowDoesNotFit where the twin is not built; unset: the launcher's
-  // choice (producer_twins, takes_producer_twin).
+  // default kernel (false), RowDoesNotFit where the code object has no twin of it; unset: the
+  // launcher's choice (producer_twins, takes_producer_twin).
   std::optional<bool> producer_twin;
   // Called for the row the launcher picks, and the split merge when it splits, while their
   // verdict is unknown; the launcher then plans again (a failed family is passed over).
@@ -74,8 +74,9 @@ bool split_merge_folded();
 // Where the warpgroup row (sm_90) runs its producer twins (a producer warpgroup feeding a ring
 // through shared-memory barriers, the products beside the softmax: kernel_params.h), read from
 // AITER_COMPAT_WGMMA_PRODUCER when a module loads: "auto", on the calls where they were measured
-// faster (takes_producer_twin); "1", on every call the row takes; "0", never; unset, the build's
-// default (launch.cpp, kTwinsByDefault).
+// faster (takes_producer_twin); "1" (on, always), on every call the row takes; "0" (off, never),
+// never; unset or another value, the build's default (launch.cpp, kTwinsByDefault). The twins
+// are loaded and self-tested in every mode.
 enum class ProducerTwins : uint8_t { automatic, always, never };
 ProducerTwins producer_twins();
 // The automatic choice: head dim 64 over a 16-bit cache where a query attends to enough keys
