@@ -155,9 +155,9 @@ constexpr ac_tiled_shape ac_tiled_wgmma_shape(int head_dim) {
   return head_dim == 64 ? ac_tiled_shape{8, 1, 1, 64, 3, 64, 2, 1} : ac_tiled_shape{8, 1, 1, 64, 2, 128, 2, 1};
 }
 // Its producer twin (AITER_COMPAT_WGMMA_PRODUCER: =auto the long head dim 64 calls, launch.cpp's
-// takes_producer_twin, =1 every call; docs/kernel-notes.md, versions 20 and 21): one block per SM, computing warpgroups of 64 rows each
-// and a producer warpgroup, a ring that runs on across the block's m-tiles, the epilogue's buffer
-// apart from it. Head dim 64: three computing warpgroups (192 rows; with two, each SM scheduler
+// takes_producer_twin, =1 every call; docs/kernel-notes.md, versions 20 and 21): one block per
+// SM, computing warpgroups of 64 rows each and a producer warpgroup, a ring that runs on across
+// the block's m-tiles, the epilogue's buffer apart from it. Head dim 64: three computing warpgroups (192 rows; with two, each SM scheduler
 // had two warps to issue from and issued 0.41 instructions a cycle: ncu, H100), four stages of
 // 128 keys, 160 registers a computing thread; 128: two (128 rows), three stages of 64 keys, 232
 // registers (stage_barriers.hpp). The computing warps hold the next tile's scores beside the

@@ -1,9 +1,10 @@
 // Shared-memory barriers between the producer warpgroup and the computing warps of the sm_90a
 // warpgroup tiles (tiles_nvidia.hpp): per ring stage, "landed" (the producer's threads arrive once
 // the stage's tile is in shared memory: over a 16-bit cache through their copies themselves,
-// ac_stage_arrive_on_copies, and once more after their flag stores) and "free" (each computing thread
-// arrives once its warp's products have read the stage and it is done with the stage's flags). A waiter names the phase it waits for by its
-// parity: the n-th completion of a barrier (from 0) has parity n % 2. The arrive releases and the
+// ac_stage_arrive_on_copies, and once more after their flag stores) and "free" (each computing
+// thread arrives once its warp's products have read the stage and it is done with the stage's
+// flags). A waiter names the phase it waits for by its parity: the n-th completion of a barrier
+// (from 0) has parity n % 2. The arrive releases and the
 // wait acquires (PTX's defaults, CTA scope), so the producer's shared-memory writes before its
 // arrive are seen by every thread past the wait. Named barrier 1 joins the computing warps alone
 // (barrier 0, __syncthreads, stays the whole block's).

@@ -191,6 +191,28 @@ struct Plan {
   bool producer_twin = false;  // fn is the warpgroup kernel's producer twin
 };
 
+// The automatic choice of the producer twins (AITER_COMPAT_WGMMA_PRODUCER=auto), from the H100
+// timings of docs/kernel-notes.md, versions 20 and 21: the head dim 64 twins stream each block's
+// keys through a producer warpgroup, one block of 192 rows per SM, where the default kernels hold
+// two blocks of 128. They were 3% faster at 4 x 4k causal and 1.6x slower at windows of 128 keys
+// (each short m-tile's set-up and epilogue exposed); head dim 128's twins were slower wherever
+// timed, and the fp8 caches' (which convert with a lag) were not timed. So: head dim 64 over a
+// 16-bit cache, at least kTwinMinKeys keys a query (max_keys: the window's span, or the longest
+// sequence), and a grid whose busiest SM gets no more rows than the default's would (max_rows: a
+// sequence's query rows x the group; blocks dealt out evenly): a model, which
+// bench/twin_choice.py checks.
+constexpr int64_t kTwinMinKeys = 1024;
+bool takes_producer_twin(const ac_attention_params& p, int dtype, int64_t max_rows, int64_t max_keys, int multiprocessors) {
+  if (p.head_dim != 64 || kv8_type(dtype) || max_keys < kTwinMinKeys) return false;
+  const ac_tiled_shape twin = ac_tiled_wgmma_producer_shape(64), plain = ac_tiled_wgmma_shape(64);
+  const int64_t heads = static_cast<int64_t>(p.hk) * std::max(p.batch, 1), sms = std::max(multiprocessors, 1);
+  auto rows_per_sm = [&](const ac_tiled_shape& s) {
+    const int64_t blocks = (std::max<int64_t>(max_rows, 1) + s.block_m() - 1) / s.block_m() * heads;
+    return (blocks + sms - 1) / sms * s.block_m();
+  };
+  return rows_per_sm(twin) <= rows_per_sm(plain);
+}
+
 // Whether the warpgroup row runs its producer twin for this call: the self-test's choice, else
 // the mode's (producer_twins). A twin asked for by the self-test and not built does not fit.
 bool runs_producer_twin(const AttentionLaunch& c, const LoadedModule& m, void* twin) {
@@ -321,7 +343,7 @@ LaunchPlan plan_attention(const AttentionLaunch& c) {
   if (c.params.total_q == 0 || c.params.hq == 0) return {};
   DeviceScope scope(c.vendor, c.device);
   const Plan k = checked_plan(c, module_for(c.vendor, c.device));
-  return {k.id, k.splits, k.producer_twin};
+  return {k.id, k.splits};
 }
 
 // Unset, or a value none of these: kTwinsByDefault (as AITER_COMPAT_SPLIT_MERGE's unknown values
@@ -335,24 +357,6 @@ ProducerTwins producer_twins() {
   if (s == "1" || s == "on" || s == "always" || s == "true") return ProducerTwins::always;
   if (s == "0" || s == "off" || s == "never" || s == "false") return ProducerTwins::never;
   return kTwinsByDefault;
-}
-
-// From the H100 timings of docs/kernel-notes.md, versions 20 and 21: the head dim 64 twins stream
-// each block's keys through a producer warpgroup, one block of 192 rows per SM, where the default
-// kernels hold two blocks of 128. They were 3% faster at 4 x 4k causal and 1.6x slower at windows
-// of 128 keys (each short m-tile's set-up and epilogue exposed); head dim 128's twins were slower
-// wherever timed, and the fp8 caches' (which convert with a lag) were not timed. Where the grid leaves SMs unevenly loaded, the busiest SM's
-// rows (blocks dealt out evenly) stand for the time: a model, which bench/twin_choice.py checks.
-constexpr int64_t kTwinMinKeys = 1024;  // keys a query attends to at most (the window's, or the longest sequence's)
-bool takes_producer_twin(const ac_attention_params& p, int dtype, int64_t max_rows, int64_t max_keys, int multiprocessors) {
-  if (p.head_dim != 64 || kv8_type(dtype) || max_keys < kTwinMinKeys) return false;
-  const ac_tiled_shape twin = ac_tiled_wgmma_producer_shape(64), plain = ac_tiled_wgmma_shape(64);
-  const int64_t heads = static_cast<int64_t>(p.hk) * std::max(p.batch, 1), sms = std::max(multiprocessors, 1);
-  auto rows_per_sm = [&](const ac_tiled_shape& s) {  // the busiest SM's rows, blocks dealt out evenly
-    const int64_t blocks = (std::max<int64_t>(max_rows, 1) + s.block_m() - 1) / s.block_m() * heads;
-    return (blocks + sms - 1) / sms * s.block_m();
-  };
-  return rows_per_sm(twin) <= rows_per_sm(plain);
 }
 
 bool split_merge_folded() {

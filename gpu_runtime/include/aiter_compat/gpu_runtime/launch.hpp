@@ -39,7 +39,7 @@ struct AttentionLaunch {
   int force_splits = 0;
   // The self-test's control of the warpgroup row (tiled_wgmma): its producer twin (true) or its
   // default kernel (false), RowDoesNotFit where the code object has no twin of it; unset: the
-  // launcher's choice (producer_twins, takes_producer_twin).
+  // launcher's choice (producer_twins; launch.cpp, takes_producer_twin).
   std::optional<bool> producer_twin;
   // Called for the row the launcher picks, and the split merge when it splits, while their
   // verdict is unknown; the launcher then plans again (a failed family is passed over).
@@ -52,7 +52,6 @@ struct AttentionLaunch {
 struct LaunchPlan {
   KernelId row = KernelId::generic;
   int splits = 1;
-  bool producer_twin = false;  // the warpgroup row runs its producer twin
 };
 LaunchPlan plan_attention(const AttentionLaunch& call);
 
@@ -74,16 +73,11 @@ bool split_merge_folded();
 // Where the warpgroup row (sm_90) runs its producer twins (a producer warpgroup feeding a ring
 // through shared-memory barriers, the products beside the softmax: kernel_params.h), read from
 // AITER_COMPAT_WGMMA_PRODUCER when a module loads: "auto", on the calls where they were measured
-// faster (takes_producer_twin); "1" (on, always), on every call the row takes; "0" (off, never),
-// never; unset or another value, the build's default (launch.cpp, kTwinsByDefault). The twins
-// are loaded and self-tested in every mode.
+// faster (launch.cpp, takes_producer_twin); "1" (on, always), on every call the row takes; "0"
+// (off, never), never; unset or another value, the build's default (launch.cpp,
+// kTwinsByDefault). The twins are loaded and self-tested in every mode.
 enum class ProducerTwins : uint8_t { automatic, always, never };
 ProducerTwins producer_twins();
-// The automatic choice: head dim 64 over a 16-bit cache where a query attends to enough keys
-// (max_keys: the window's span, or the longest sequence), and where the twins' grid of one block
-// per SM gives no SM more rows than the default kernels' two blocks would (max_rows: a sequence's
-// query rows x the group, over `multiprocessors` SMs): docs/kernel-notes.md, version 21.
-bool takes_producer_twin(const ac_attention_params& p, int dtype, int64_t max_rows, int64_t max_keys, int multiprocessors);
 
 // Names the code object built for `arch` (its size and a hash of its bytes; "" when none is
 // built): a cached self-test verdict holds for this build of the kernels only.
